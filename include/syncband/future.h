@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/future.h - the poll-style future API shared by every primitive.
+ *
+ * An operation that can wait is a caller-owned future: initialise it with
+ * `*_init`, drive it with `*_poll(future, waker)`, abandon it with `*_cancel`.
+ *
+ *   poll returns SB_PENDING (> 0) while it waits, 0 when the operation
+ *   completed, or a negative errno when it completed with an error.
+ *
+ * A pending future holds one clone of the waker it was last polled with and
+ * the primitive wakes or drops that clone exactly once.  Polling again with a
+ * waker for which sb_waker_will_wake() is true clones nothing; polling with a
+ * different waker clones the new one and drops the old one.  Wakes and drops
+ * happen outside the primitive's internal lock, so a waker may re-enter the
+ * library.  A waker may be invoked from any thread.
+ *
+ * `cancel` is the destructor: it unlinks a pending future and hands on what it
+ * was granted but did not consume.  After it returns the future's memory may
+ * be freed or reused.  `cancel` on a completed or never-polled future does
+ * nothing.  A completed future returns its result again if polled again.
+ */
+#ifndef SYNCBAND_FUTURE_H
+#define SYNCBAND_FUTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#include <atomic>
+/* Layout-compatible with C11 _Atomic(T) for the lock-free types used here. */
+#define SB_ATOMIC(T) std::atomic<T>
+extern "C" {
+#else
+#include <stdatomic.h>
+#define SB_ATOMIC(T) _Atomic(T)
+#endif
+
+#if defined(__GNUC__)
+#define SB_API __attribute__((visibility("default")))
+#else
+#define SB_API
+#endif
+
+/* poll result: the future is registered and will be woken. */
+#define SB_PENDING 1
+
+typedef struct sb_waker sb_waker;
+
+typedef struct sb_waker_vtable {
+	/* Returns a new reference to the same task; must not fail. */
+	sb_waker (*clone)(const void *data);
+	/* Wakes the task and consumes this reference. */
+	void (*wake)(const void *data);
+	/* Wakes the task and keeps this reference. */
+	void (*wake_by_ref)(const void *data);
+	/* Releases this reference without waking. */
+	void (*drop)(const void *data);
+} sb_waker_vtable;
+
+struct sb_waker {
+	const sb_waker_vtable *vtable; /* NULL: no waker */
+	const void *data;
+};
+
+/* True when waking `a` and waking `b` wake the same task. */
+static inline bool sb_waker_will_wake(const sb_waker *a, const sb_waker *b)
+{
+	return a->vtable == b->vtable && a->data == b->data;
+}
+
+static inline sb_waker sb_waker_clone(const sb_waker *w)
+{
+	return w->vtable->clone(w->data);
+}
+
+/* Consumes the reference held in *w. */
+static inline void sb_waker_wake(sb_waker w)
+{
+	w.vtable->wake(w.data);
+}
+
+static inline void sb_waker_wake_by_ref(const sb_waker *w)
+{
+	w->vtable->wake_by_ref(w->data);
+}
+
+static inline void sb_waker_drop(sb_waker w)
+{
+	w.vtable->drop(w.data);
+}
+
+/* A waker whose every operation does nothing; for tests and benchmarks. */
+SB_API sb_waker sb_waker_noop(void);
+
+/*
+ * Wait without timeout, for the blocking (thread) waits of every primitive.
+ */
+#define SB_TIMEOUT_INFINITE UINT64_MAX
+
+/*
+ * The intrusive waiter node that every pending future embeds.  Its fields
+ * are private to the library; it is public only so that futures can live on
+ * the caller's stack with no allocation.
+ */
+typedef struct sb_waiter {
+	struct sb_waiter *next;
+	struct sb_waiter *prev;
+	sb_waker waker;                 /* the registered clone, if any */
+	SB_ATOMIC(size_t) remaining;    /* units still owed; see src/waitq.h */
+} sb_waiter;
+
+/*
+ * The waiter queue embedded in a primitive: a one-word lock and the FIFO of
+ * sb_waiter it guards.  Private fields; see src/waitq.h and src/lock.h.
+ */
+typedef struct sb_waitq {
+	SB_ATOMIC(uint32_t) lock;
+	sb_waiter *head;
+	sb_waiter *tail;
+} sb_waitq;
+
+#define SB_WAITQ_INIT { 0, NULL, NULL }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_FUTURE_H */

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/semaphore.h - an async counting semaphore with strict FIFO.
+ *
+ * Semantics
+ *   - Waiters are served strictly in arrival order.  A multi-permit waiter at
+ *     the head collects partial grants and blocks smaller requests behind it.
+ *   - release() hands permits directly to the head waiter; they never pass
+ *     through the counter while anyone waits, so nobody can barge.  With no
+ *     waiters, release() is a single atomic read-modify-write and takes no lock.
+ *   - try_acquire() never takes permits past a queued waiter.
+ *   - Cancelling a waiter returns what it was granted (partly or fully) to the
+ *     next waiter, or to the counter when nobody waits.
+ *   - close() completes every waiter with -ESHUTDOWN (their partial grants go
+ *     back to the counter) and makes later acquires fail the same way.
+ *     release() keeps working after close, so holders can still return permits.
+ *
+ * Memory ordering: a release() happens-before the acquire it satisfies, fast
+ * path or handoff alike.
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * except init/destroy, and except that one future is driven by one thread at
+ * a time (its poll and cancel must not race each other).
+ *
+ * Errors (negative errno; every error leaves the semaphore unchanged)
+ *   -EINVAL      a count above SB_SEMAPHORE_MAX_PERMITS asked of init or acquire
+ *   -EOVERFLOW   release() would take the count past SB_SEMAPHORE_MAX_PERMITS
+ *   -EAGAIN      try_acquire(): not enough permits, or someone is queued
+ *   -ESHUTDOWN   the semaphore is closed (acquires only)
+ *   -EBUSY       destroy() while futures are queued
+ *   -ETIMEDOUT   acquire_blocking() ran out of time
+ */
+#ifndef SYNCBAND_SEMAPHORE_H
+#define SYNCBAND_SEMAPHORE_H
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Well below SIZE_MAX, so that a count plus a request never wraps. */
+#define SB_SEMAPHORE_MAX_PERMITS (SIZE_MAX >> 3)
+
+/* 32 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_semaphore {
+	SB_ATOMIC(size_t) state; /* see src/semaphore.c for the bit layout */
+	sb_waitq waitq;
+} sb_semaphore;
+
+/* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
+#define SB_SEMAPHORE_INIT(n) { ((size_t)(n)) << 2, SB_WAITQ_INIT }
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_semaphore_acquire {
+	sb_waiter waiter;
+	sb_semaphore *sem;
+	size_t permits;
+	int status;
+} sb_semaphore_acquire;
+
+/* Returns 0, or -EINVAL when permits > SB_SEMAPHORE_MAX_PERMITS. */
+SB_API int sb_semaphore_init(sb_semaphore *s, size_t permits);
+
+/*
+ * Returns 0, or -EBUSY when futures are still queued (the semaphore stays
+ * usable).  The semaphore must not be used after a successful destroy.
+ */
+SB_API int sb_semaphore_destroy(sb_semaphore *s);
+
+/* Permits in the counter now; 0 while anyone waits.  A snapshot. */
+SB_API size_t sb_semaphore_available(const sb_semaphore *s);
+
+/* True once close() has been called. */
+SB_API bool sb_semaphore_is_closed(const sb_semaphore *s);
+
+/*
+ * Takes `n` permits if they are available and nobody is queued.  Returns 0,
+ * -EAGAIN, -ESHUTDOWN, or -EINVAL (n above the maximum).  n == 0 succeeds
+ * unless closed.  Acquire ordering on success.  Never waits.
+ */
+SB_API int sb_semaphore_try_acquire(sb_semaphore *s, size_t n);
+
+/*
+ * Adds `n` permits, serving queued futures first in FIFO order and waking the
+ * ones it completes (after its internal lock is released).  Returns 0, or
+ * -EOVERFLOW (nothing changed).  Release ordering.  Never waits.
+ */
+SB_API int sb_semaphore_release(sb_semaphore *s, size_t n);
+
+/*
+ * Closes the semaphore: every queued future completes with -ESHUTDOWN and is
+ * woken; its partial grant returns to the counter.  Idempotent.
+ */
+SB_API void sb_semaphore_close(sb_semaphore *s);
+
+/* Prepares a future that acquires `n` permits.  Does not register. */
+SB_API void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n);
+
+/*
+ * Drives the acquire: 0 when the permits are the caller's, SB_PENDING when
+ * queued (the waker will be woken once), -ESHUTDOWN, or -EINVAL (n above the
+ * maximum).  n == 0 completes at once.  Acquire ordering on completion.
+ */
+SB_API int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w);
+
+/*
+ * Abandons the acquire.  A queued future leaves the queue and its partial
+ * grant goes to the next waiter; a future whose permits were granted but not
+ * yet observed by poll returns them.  Drops the registered waker.  A future
+ * that completed (poll returned 0 or an error) is left alone: permits it
+ * returned 0 for belong to the caller, who releases them.
+ */
+SB_API void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f);
+
+/*
+ * Blocks the calling thread until `n` permits are acquired: 0, -ETIMEDOUT
+ * after `timeout_ns` nanoseconds (SB_TIMEOUT_INFINITE waits forever; 0 tries
+ * once), -ESHUTDOWN, or -EINVAL.  Nothing is held on failure.
+ */
+SB_API int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_SEMAPHORE_H */

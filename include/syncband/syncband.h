@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* syncband/syncband.h - every public header of the core library. */
+#ifndef SYNCBAND_SYNCBAND_H
+#define SYNCBAND_SYNCBAND_H
+
+#include <syncband/future.h>
+#include <syncband/semaphore.h>
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Thin wrappers over the futex system call (private futexes only). */
+#ifndef SYNCBAND_SRC_FUTEX_H
+#define SYNCBAND_SRC_FUTEX_H
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * Sleeps while *word == expected, at most `rel` (NULL: no limit).  Returns
+ * for any reason (woken, value changed, signal, timeout): callers re-check.
+ */
+static inline void sb_futex_wait(_Atomic uint32_t *word, uint32_t expected,
+				 const struct timespec *rel)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, rel, NULL, 0);
+}
+
+/*
+ * Wakes up to `count` sleepers on `word`.  Safe even if the memory holding
+ * `word` was released meanwhile: a private futex wake only hashes the address
+ * and never dereferences it, and every futex sleeper re-checks its condition.
+ */
+static inline void sb_futex_wake(_Atomic uint32_t *word, int count)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+#endif

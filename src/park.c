@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "park.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "futex.h"
+
+/*
+ * The parker word: bit 31 says "woken since the last poll"; bits 0-30 count
+ * the waker clones the primitives still hold.  The blocked thread returns only
+ * when the count is 0, which is what makes a wake racing with the return safe:
+ * the waker's last access to the parker is the RMW that drops its reference
+ * (its futex wake after that touches only the address, see futex.h).
+ */
+#define PARK_WOKEN 0x80000000u
+#define PARK_REFS 0x7fffffffu
+
+typedef struct sb_parker {
+	_Atomic uint32_t word;
+} sb_parker;
+
+static sb_waker park_clone(const void *data);
+static void park_wake(const void *data);
+static void park_wake_by_ref(const void *data);
+static void park_drop(const void *data);
+
+static const sb_waker_vtable park_vtable = {
+	.clone = park_clone,
+	.wake = park_wake,
+	.wake_by_ref = park_wake_by_ref,
+	.drop = park_drop,
+};
+
+static sb_waker park_clone(const void *data)
+{
+	sb_parker *p = (sb_parker *)data;
+	/* relaxed: cloning happens inside a poll on the parked thread's behalf,
+	 * which holds the parker alive; nothing is published by the count. */
+	atomic_fetch_add_explicit(&p->word, 1, memory_order_relaxed);
+	return (sb_waker){ &park_vtable, data };
+}
+
+static void park_wake_by_ref(const void *data)
+{
+	sb_parker *p = (sb_parker *)data;
+	/* release: the thread that sees WOKEN sees what the waker did before. */
+	atomic_fetch_or_explicit(&p->word, PARK_WOKEN, memory_order_release);
+	sb_futex_wake(&p->word, 1);
+}
+
+static void park_wake(const void *data)
+{
+	sb_parker *p = (sb_parker *)data;
+	/* relaxed: the CAS below re-reads it. */
+	uint32_t old = atomic_load_explicit(&p->word, memory_order_relaxed);
+	/* release: set WOKEN and drop our reference in one step; after it the
+	 * parker may be gone, so nothing but the futex address is used. */
+	while (!atomic_compare_exchange_weak_explicit(&p->word, &old, (old | PARK_WOKEN) - 1,
+						      memory_order_release, memory_order_relaxed))
+		;
+	sb_futex_wake(&p->word, 1);
+}
+
+static void park_drop(const void *data)
+{
+	sb_parker *p = (sb_parker *)data;
+	/* release: our last access; the thread waiting for 0 acquires it. */
+	uint32_t old = atomic_fetch_sub_explicit(&p->word, 1, memory_order_release);
+	if ((old & PARK_REFS) == 1)
+		sb_futex_wake(&p->word, 1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
+static bool park_until_woken(sb_parker *p, uint64_t deadline)
+{
+	for (;;) {
+		/* acquire: pairs with the waker's release. */
+		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
+		if (v & PARK_WOKEN)
+			return true;
+		if (deadline == UINT64_MAX) {
+			sb_futex_wait(&p->word, v, NULL);
+			continue;
+		}
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return false;
+		uint64_t left = deadline - now;
+		struct timespec rel = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		sb_futex_wait(&p->word, v, &rel);
+	}
+}
+
+static void park_wait_for_no_refs(sb_parker *p)
+{
+	for (;;) {
+		/* acquire: pairs with the release of the last drop or wake. */
+		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
+		if ((v & PARK_REFS) == 0)
+			return;
+		sb_futex_wait(&p->word, v, NULL);
+	}
+}
+
+int sb_park_block_on(void *future, sb_poll_fn poll, sb_cancel_fn cancel, uint64_t timeout_ns)
+{
+	sb_parker parker = { 0 };
+	const sb_waker waker = { &park_vtable, &parker };
+	uint64_t deadline = UINT64_MAX;
+	if (timeout_ns != SB_TIMEOUT_INFINITE) {
+		uint64_t now = now_ns();
+		deadline = timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + timeout_ns;
+	}
+
+	int r;
+	for (;;) {
+		/* acquire: a wake before this poll is seen by it. */
+		atomic_fetch_and_explicit(&parker.word, ~PARK_WOKEN, memory_order_acquire);
+		r = poll(future, &waker);
+		if (r <= 0)
+			break;
+		if (!park_until_woken(&parker, deadline)) {
+			r = poll(future, &waker);
+			if (r > 0) {
+				cancel(future);
+				r = -ETIMEDOUT;
+			}
+			break;
+		}
+	}
+	park_wait_for_no_refs(&parker);
+	return r;
+}

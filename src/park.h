@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Blocking a plain thread on a future: the thread polls it with a waker that
+ * unparks it through a futex.  Shared by every primitive's *_blocking wait.
+ */
+#ifndef SYNCBAND_SRC_PARK_H
+#define SYNCBAND_SRC_PARK_H
+
+#include <stdint.h>
+
+#include <syncband/future.h>
+
+typedef int (*sb_poll_fn)(void *future, const sb_waker *waker);
+typedef void (*sb_cancel_fn)(void *future);
+
+/*
+ * Polls `future` until it completes, parking between polls.  When
+ * `timeout_ns` passes first (SB_TIMEOUT_INFINITE: never), polls once more,
+ * then cancels the future and returns -ETIMEDOUT.  Returns only after every
+ * clone of its waker has been woken or dropped, so no waker outlives the
+ * parker on this thread's stack.
+ */
+int sb_park_block_on(void *future, sb_poll_fn poll, sb_cancel_fn cancel, uint64_t timeout_ns);
+
+#endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The intrusive FIFO waiter queue: the only queue in the library.
+ *
+ * A primitive embeds an sb_waitq (lock word + head + tail); a future embeds
+ * an sb_waiter.  All links and wakers are guarded by the queue's lock.
+ *
+ * sb_waiter.remaining is what the waiter is still owed (permits for a
+ * semaphore, 1 for a lock or a notification).  It is the one field the owner
+ * reads without the lock, and it tells the owner who owns the node:
+ *
+ *   0 < remaining < SB_WAITER_CLOSED   queued: the lock holder owns the node
+ *   SB_WAITER_GRANTED (0)              detached, everything granted
+ *   SB_WAITER_CLOSED                   detached, completed with an error
+ *
+ * A lock holder detaches a waiter by unlinking it, moving its waker into a
+ * wake batch, and only then storing the final value with release order.
+ * From that store on, the owner may free the node, so the lock holder never
+ * touches it again; the wakers in the batch are run after the lock is
+ * released (a waker may re-enter the primitive).
+ */
+#ifndef SYNCBAND_SRC_WAITQ_H
+#define SYNCBAND_SRC_WAITQ_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <syncband/future.h>
+
+#include "lock.h"
+
+#define SB_WAITER_GRANTED ((size_t)0)
+#define SB_WAITER_CLOSED SIZE_MAX
+
+/* Wakers collected under the lock, run after it; Tokio uses 32 too. */
+#define SB_WAKE_BATCH_MAX 32
+
+typedef struct sb_wake_batch {
+	unsigned count;
+	sb_waker wakers[SB_WAKE_BATCH_MAX];
+} sb_wake_batch;
+
+#define sb_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+static inline bool sb_waiter_is_detached(size_t remaining)
+{
+	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED;
+}
+
+/* The owner's lock-free look at its node. */
+static inline size_t sb_waiter_load(const sb_waiter *w)
+{
+	/* acquire: pairs with the detaching store; the grant's writes are visible. */
+	return atomic_load_explicit((_Atomic size_t *)&w->remaining, memory_order_acquire);
+}
+
+/* Under the lock: the lock orders every access, so relaxed suffices. */
+static inline size_t sb_waiter_remaining_locked(const sb_waiter *w)
+{
+	/* relaxed: written only under the queue lock, which we hold. */
+	return atomic_load_explicit((_Atomic size_t *)&w->remaining, memory_order_relaxed);
+}
+
+static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining)
+{
+	/* relaxed: the waiter stays queued, so its owner does not act on it. */
+	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
+}
+
+static inline void sb_waitq_lock(sb_waitq *q)
+{
+	sb_lock_acquire(&q->lock);
+}
+
+static inline void sb_waitq_unlock(sb_waitq *q)
+{
+	sb_lock_release(&q->lock);
+}
+
+static inline bool sb_waitq_is_empty(const sb_waitq *q)
+{
+	return q->head == NULL;
+}
+
+static inline sb_waiter *sb_waitq_front(const sb_waitq *q)
+{
+	return q->head;
+}
+
+static inline void sb_wake_batch_init(sb_wake_batch *b)
+{
+	b->count = 0;
+}
+
+static inline bool sb_wake_batch_is_full(const sb_wake_batch *b)
+{
+	return b->count == SB_WAKE_BATCH_MAX;
+}
+
+/* Wakes every waker in the batch (consuming them) and empties it. */
+void sb_wake_batch_run(sb_wake_batch *b);
+
+/*
+ * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding a
+ * clone of `waker`.
+ */
+void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, const sb_waker *waker);
+
+/*
+ * Under the lock: unlinks a queued `w` and returns its waker, which the
+ * caller drops after unlocking.  The node is the caller's again.
+ */
+sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w);
+
+/*
+ * Under the lock: unlinks `w`, moves its waker into `b` and publishes
+ * `final` (SB_WAITER_GRANTED or SB_WAITER_CLOSED).  `w` must not be touched
+ * afterwards.  The batch must not be full.
+ */
+void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b);
+
+/*
+ * Under the lock, when `b` is full: unlock, run the batch, re-lock.  The
+ * queue may have changed meanwhile; callers re-read what they need.
+ */
+void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
+
+/*
+ * Owner's poll of a queued waiter: returns the final value if it was
+ * detached; otherwise re-registers `waker` (cloning it only if it will not
+ * wake the registered one) and returns the amount still owed.
+ */
+size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+
+#endif

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Installs the build tree into a scratch prefix, then builds an outside
+# program against it with CMake (shared and static) and with pkg-config
+# (shared and static), and runs each.  Usage: run.sh BUILD_DIR WORK_DIR
+set -eu
+build=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+
+gen=
+command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
+# shellcheck disable=SC2086
+cmake -S "$here" -B "$work/cmake" $gen -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/cmake" >/dev/null
+LD_LIBRARY_PATH=$(dirname "$(find "$prefix" -name 'libsyncband.so' | head -n 1)") \
+	"$work/cmake/consumer_shared"
+if ldd "$work/cmake/consumer_static" | grep -q libsyncband; then
+	echo "consumer_static links libsyncband dynamically" >&2
+	exit 1
+fi
+"$work/cmake/consumer_static"
+
+pcdir=$(dirname "$(find "$prefix" -name syncband.pc | head -n 1)")
+export PKG_CONFIG_PATH=$pcdir
+cc=${CC:-cc}
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Werror -o "$work/pc_shared" "$here/main.c" $(pkg-config --cflags --libs syncband)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir syncband) "$work/pc_shared"
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Werror -static -o "$work/pc_static" "$here/main.c" $(pkg-config --static --cflags --libs syncband)
+"$work/pc_static"
+echo "install-tree consumer: cmake shared+static, pkg-config shared+static: ok"

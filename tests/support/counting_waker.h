@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A waker that counts what the library does with it: every clone must be
+ * woken or dropped exactly once, so `live` returns to 0 when nothing waits.
+ */
+#ifndef SYNCBAND_TEST_COUNTING_WAKER_H
+#define SYNCBAND_TEST_COUNTING_WAKER_H
+
+#include <stdatomic.h>
+
+#include <syncband/future.h>
+
+typedef struct counting_waker {
+	atomic_int clones;
+	atomic_int wakes;       /* wake + wake_by_ref */
+	atomic_int drops;
+	atomic_int live;        /* clones not yet woken (by value) or dropped */
+} counting_waker;
+
+static sb_waker counting_clone(const void *data);
+static void counting_wake(const void *data)
+{
+	counting_waker *c = (counting_waker *)data;
+	atomic_fetch_add(&c->wakes, 1);
+	atomic_fetch_sub(&c->live, 1);
+}
+static void counting_wake_by_ref(const void *data)
+{
+	counting_waker *c = (counting_waker *)data;
+	atomic_fetch_add(&c->wakes, 1);
+}
+static void counting_drop(const void *data)
+{
+	counting_waker *c = (counting_waker *)data;
+	atomic_fetch_add(&c->drops, 1);
+	atomic_fetch_sub(&c->live, 1);
+}
+static const sb_waker_vtable counting_vtable = {
+	counting_clone, counting_wake, counting_wake_by_ref, counting_drop,
+};
+static sb_waker counting_clone(const void *data)
+{
+	counting_waker *c = (counting_waker *)data;
+	atomic_fetch_add(&c->clones, 1);
+	atomic_fetch_add(&c->live, 1);
+	return (sb_waker){ &counting_vtable, data };
+}
+
+static inline void counting_waker_init(counting_waker *c)
+{
+	atomic_init(&c->clones, 0);
+	atomic_init(&c->wakes, 0);
+	atomic_init(&c->drops, 0);
+	atomic_init(&c->live, 0);
+}
+
+/* The borrowed waker a poll receives; not itself a counted reference. */
+static inline sb_waker counting_waker_ref(counting_waker *c)
+{
+	return (sb_waker){ &counting_vtable, c };
+}
+
+#endif

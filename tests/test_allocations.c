@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Zero heap allocations on every primitive path: this program interposes the
+ * allocator and counts every call while it drives each path.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include <syncband/semaphore.h>
+
+#include "counting_waker.h"
+#include "watchdog.h"
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static atomic_long allocations;
+
+void *malloc(size_t n)
+{
+	atomic_fetch_add(&allocations, 1);
+	return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size)
+{
+	atomic_fetch_add(&allocations, 1);
+	return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n)
+{
+	atomic_fetch_add(&allocations, 1);
+	return __libc_realloc(p, n);
+}
+int posix_memalign(void **out, size_t align, size_t n)
+{
+	atomic_fetch_add(&allocations, 1);
+	*out = __libc_memalign(align, n);
+	return *out ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t align, size_t n)
+{
+	atomic_fetch_add(&allocations, 1);
+	return __libc_memalign(align, n);
+}
+void free(void *p)
+{
+	__libc_free(p);
+}
+
+static void the_counter_sees_an_allocation(void **state)
+{
+	(void)state;
+	long before = atomic_load(&allocations);
+	void *volatile p = malloc(16);
+	free(p);
+	assert_int_equal(atomic_load(&allocations) - before, 1);
+}
+
+static void every_semaphore_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker wc = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	sb_semaphore s;
+	assert_int_equal(sb_semaphore_init(&s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+
+	/* ready, pending, handoff, re-registration, partial grant, cancels */
+	enum { N = 40 };
+	sb_semaphore_acquire f[N];
+	for (int i = 0; i < N; i++) {
+		sb_semaphore_acquire_init(&f[i], &s, 2);
+		assert_int_equal(sb_semaphore_acquire_poll(&f[i], &wc), SB_PENDING);
+	}
+	assert_int_equal(sb_semaphore_acquire_poll(&f[1], &wd), SB_PENDING);
+	sb_semaphore_acquire_cancel(&f[0]); /* after a partial grant */
+	assert_int_equal(sb_semaphore_release(&s, 2 * 34 + 1), 0); /* > one wake batch */
+	sb_semaphore_acquire_cancel(&f[1]); /* after a full grant */
+	sb_semaphore_acquire_cancel(&f[N - 1]); /* nothing granted */
+	for (int i = 2; i < 37; i++)
+		assert_int_equal(sb_semaphore_acquire_poll(&f[i], &wc), 0);
+	sb_semaphore_close(&s);
+	for (int i = 37; i < N - 1; i++)
+		assert_int_equal(sb_semaphore_acquire_poll(&f[i], &wc), -ESHUTDOWN);
+	assert_int_equal(sb_semaphore_release(&s, SIZE_MAX), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+
+	/* the thread-parking path, timed out */
+	sb_semaphore t = SB_SEMAPHORE_INIT(0);
+	assert_int_equal(sb_semaphore_acquire_blocking(&t, 1, 1000000), -ETIMEDOUT);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
+typedef struct blocked {
+	sb_semaphore sem;
+	atomic_int done;
+	int result;
+} blocked;
+
+static void *block(void *p)
+{
+	blocked *b = p;
+	b->result = sb_semaphore_acquire_blocking(&b->sem, 1, SB_TIMEOUT_INFINITE);
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+static void a_thread_parked_and_woken_allocates_nothing(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "parked thread allocation count");
+	blocked b = { .sem = SB_SEMAPHORE_INIT(0) };
+	atomic_init(&b.done, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, block, &b), 0);
+	/* white box: bit 1 of the state word means "someone is queued" */
+	while (!(atomic_load(&b.sem.state) & 2))
+		sched_yield();
+	long before = atomic_load(&allocations);
+	assert_int_equal(sb_semaphore_release(&b.sem, 1), 0);
+	while (!atomic_load(&b.done))
+		sched_yield();
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	pthread_join(t, NULL);
+	assert_int_equal(b.result, 0);
+	sb_watchdog_stop(&wd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(the_counter_sees_an_allocation),
+		cmocka_unit_test(every_semaphore_path_allocates_nothing),
+		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

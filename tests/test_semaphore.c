@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <syncband/semaphore.h>
+
+#include "counting_waker.h"
+#include "watchdog.h"
+
+/* Polls `f` with a counting waker, so the waker contract is checked too. */
+static int poll_with(sb_semaphore_acquire *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_semaphore_acquire_poll(f, &w);
+}
+
+static int poll_noop(sb_semaphore_acquire *f)
+{
+	sb_waker w = sb_waker_noop();
+	return sb_semaphore_acquire_poll(f, &w);
+}
+
+static void static_initialiser_gives_the_permits(void **state)
+{
+	(void)state;
+	static sb_semaphore s = SB_SEMAPHORE_INIT(3);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 3), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_false(sb_semaphore_is_closed(&s));
+	assert_int_equal(sb_semaphore_release(&s, 3), 0);
+}
+
+static void sizes_fit_the_contract(void **state)
+{
+	(void)state;
+	if (sizeof(void *) != 8)
+		skip();
+	assert_true(sizeof(sb_semaphore) <= 32);
+	assert_true(sizeof(sb_semaphore_acquire) <= 64);
+}
+
+static void init_rejects_a_count_above_the_maximum(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(7);
+	assert_int_equal(sb_semaphore_init(&s, SB_SEMAPHORE_MAX_PERMITS + 1), -EINVAL);
+	assert_int_equal(sb_semaphore_available(&s), 7);
+	assert_int_equal(sb_semaphore_init(&s, SB_SEMAPHORE_MAX_PERMITS), 0);
+	assert_int_equal(sb_semaphore_available(&s), SB_SEMAPHORE_MAX_PERMITS);
+}
+
+static void try_acquire_takes_permits_until_short(void **state)
+{
+	(void)state;
+	sb_semaphore s;
+	assert_int_equal(sb_semaphore_init(&s, 5), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 2), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 4), -EAGAIN);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 3), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 0), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void acquire_of_zero_is_ready_at_once(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire blocker, zero;
+	sb_semaphore_acquire_init(&blocker, &s, 1);
+	assert_int_equal(poll_noop(&blocker), SB_PENDING);
+	sb_semaphore_acquire_init(&zero, &s, 0);
+	assert_int_equal(poll_noop(&zero), 0);
+	sb_semaphore_acquire_cancel(&blocker);
+}
+
+static void ready_acquire_completes_on_first_poll_without_cloning(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(2);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 2);
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(atomic_load(&c.clones), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	/* a completed future reports its result again and changes nothing */
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	sb_semaphore_acquire_cancel(&f);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+}
+
+static void waiters_are_served_in_fifo_order(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	enum { N = 8 };
+	sb_semaphore_acquire f[N];
+	counting_waker c[N];
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_semaphore_acquire_init(&f[i], &s, 1);
+		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		for (int j = 0; j < N; j++)
+			assert_int_equal(atomic_load(&c[j].wakes), j <= i ? 1 : 0);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+		if (i + 1 < N)
+			assert_int_equal(poll_with(&f[i + 1], &c[i + 1]), SB_PENDING);
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+}
+
+static void multi_permit_head_blocks_a_smaller_request_behind_it(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire big, small;
+	counting_waker cb, cs;
+	counting_waker_init(&cb);
+	counting_waker_init(&cs);
+	sb_semaphore_acquire_init(&big, &s, 3);
+	sb_semaphore_acquire_init(&small, &s, 1);
+	assert_int_equal(poll_with(&big, &cb), SB_PENDING);
+	assert_int_equal(poll_with(&small, &cs), SB_PENDING);
+
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&small, &cs), SB_PENDING);
+	assert_int_equal(atomic_load(&cs.wakes), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(atomic_load(&cb.wakes), 1);
+	assert_int_equal(poll_with(&big, &cb), 0);
+	assert_int_equal(poll_with(&small, &cs), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(poll_with(&small, &cs), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+}
+
+static void partial_grants_accumulate_until_the_request_is_met(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(2);
+	sb_semaphore_acquire f;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire_init(&f, &s, 5);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_semaphore_available(&s), 0); /* the 2 went to the waiter */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c.wakes), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c.wakes), 0);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 4), 0); /* 1 completes it, 3 remain */
+	assert_int_equal(atomic_load(&c.wakes), 1);
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
+static void cancel_with_nothing_granted_leaves_the_count_exact(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a, b;
+	counting_waker ca, cb;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	sb_semaphore_acquire_init(&a, &s, 2);
+	sb_semaphore_acquire_init(&b, &s, 1);
+	assert_int_equal(poll_with(&a, &ca), SB_PENDING);
+	assert_int_equal(poll_with(&b, &cb), SB_PENDING);
+	sb_semaphore_acquire_cancel(&a);
+	assert_int_equal(atomic_load(&ca.drops), 1);
+	assert_int_equal(atomic_load(&ca.live), 0);
+	assert_int_equal(atomic_load(&cb.wakes), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&b, &cb), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void cancel_after_partial_grant_passes_permits_on(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a, b, c;
+	counting_waker ca, cb, cc;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	counting_waker_init(&cc);
+	sb_semaphore_acquire_init(&a, &s, 5);
+	sb_semaphore_acquire_init(&b, &s, 2);
+	sb_semaphore_acquire_init(&c, &s, 2);
+	assert_int_equal(poll_with(&a, &ca), SB_PENDING);
+	assert_int_equal(poll_with(&b, &cb), SB_PENDING);
+	assert_int_equal(poll_with(&c, &cc), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0); /* a holds 3 of 5 */
+	sb_semaphore_acquire_cancel(&a);                  /* b gets 2, c gets 1 of 2 */
+	assert_int_equal(atomic_load(&cb.wakes), 1);
+	assert_int_equal(atomic_load(&cc.wakes), 0);
+	assert_int_equal(poll_with(&b, &cb), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&c, &cc), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(atomic_load(&ca.live) + atomic_load(&cb.live) + atomic_load(&cc.live), 0);
+}
+
+static void cancel_after_partial_grant_with_nobody_behind_returns_permits_to_the_count(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 4);
+	assert_int_equal(poll_noop(&a), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	sb_semaphore_acquire_cancel(&a);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 3), 0);
+}
+
+static void cancel_after_full_grant_passes_permits_to_the_next_waiter(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a, b;
+	counting_waker ca, cb;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	sb_semaphore_acquire_init(&a, &s, 2);
+	sb_semaphore_acquire_init(&b, &s, 3);
+	assert_int_equal(poll_with(&a, &ca), SB_PENDING);
+	assert_int_equal(poll_with(&b, &cb), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0); /* a granted fully, b holds 1 */
+	assert_int_equal(atomic_load(&ca.wakes), 1);
+	sb_semaphore_acquire_cancel(&a); /* granted, never observed: 2 go to b */
+	assert_int_equal(atomic_load(&cb.wakes), 1);
+	assert_int_equal(poll_with(&b, &cb), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(atomic_load(&ca.live) + atomic_load(&cb.live), 0);
+}
+
+static void cancel_after_full_grant_with_nobody_behind_restores_the_count(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 2);
+	assert_int_equal(poll_noop(&a), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	sb_semaphore_acquire_cancel(&a);
+	assert_int_equal(sb_semaphore_available(&s), 2);
+}
+
+static void cancel_of_a_completed_or_unpolled_future_changes_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(3);
+	sb_semaphore_acquire done, idle;
+	sb_semaphore_acquire_init(&done, &s, 2);
+	assert_int_equal(poll_noop(&done), 0);
+	sb_semaphore_acquire_cancel(&done);
+	sb_semaphore_acquire_cancel(&done);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	sb_semaphore_acquire_init(&idle, &s, 1);
+	sb_semaphore_acquire_cancel(&idle);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(poll_noop(&idle), -ECANCELED);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+}
+
+static void cancel_twice_is_harmless(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire_init(&a, &s, 1);
+	assert_int_equal(poll_with(&a, &c), SB_PENDING);
+	sb_semaphore_acquire_cancel(&a);
+	sb_semaphore_acquire_cancel(&a);
+	assert_int_equal(atomic_load(&c.drops), 1);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+}
+
+static void try_acquire_does_not_barge_past_a_queued_waiter(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 3);
+	assert_int_equal(poll_noop(&a), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	/* two permits exist, held by the waiter; nobody else can take one */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	sb_semaphore_acquire b;
+	sb_semaphore_acquire_init(&b, &s, 1);
+	assert_int_equal(poll_noop(&b), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0); /* a done, b gets 1 */
+	assert_int_equal(poll_noop(&a), 0);
+	assert_int_equal(poll_noop(&b), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+}
+
+static void close_wakes_all_waiters_with_the_error_and_later_acquires_fail(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	enum { N = 40 }; /* more than one wake batch */
+	sb_semaphore_acquire f[N];
+	counting_waker c[N];
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_semaphore_acquire_init(&f[i], &s, 2);
+		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
+	}
+	assert_int_equal(sb_semaphore_available(&s), 0); /* f[0] holds 1 of 2 */
+	sb_semaphore_close(&s);
+	assert_true(sb_semaphore_is_closed(&s));
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(atomic_load(&c[i].live), 0);
+		assert_int_equal(poll_with(&f[i], &c[i]), -ESHUTDOWN);
+	}
+	/* the head's partial grant went back to the counter */
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -ESHUTDOWN);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_noop(&late), -ESHUTDOWN);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, SB_TIMEOUT_INFINITE), -ESHUTDOWN);
+	/* holders can still give permits back; close is idempotent */
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	sb_semaphore_close(&s);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void release_overflow_returns_the_error_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(SB_SEMAPHORE_MAX_PERMITS - 1);
+	assert_int_equal(sb_semaphore_release(&s, 2), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_available(&s), SB_SEMAPHORE_MAX_PERMITS - 1);
+	assert_int_equal(sb_semaphore_release(&s, SIZE_MAX), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_release(&s, SB_SEMAPHORE_MAX_PERMITS + 1), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_available(&s), SB_SEMAPHORE_MAX_PERMITS - 1);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), SB_SEMAPHORE_MAX_PERMITS);
+	assert_int_equal(sb_semaphore_release(&s, 1), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_available(&s), SB_SEMAPHORE_MAX_PERMITS);
+	assert_false(sb_semaphore_is_closed(&s));
+}
+
+static void release_overflow_with_a_waiter_queued_changes_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire_init(&a, &s, 2);
+	assert_int_equal(poll_with(&a, &c), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, SIZE_MAX), -EOVERFLOW);
+	assert_int_equal(atomic_load(&c.wakes), 0);
+	assert_int_equal(poll_with(&a, &c), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(poll_with(&a, &c), 0);
+}
+
+static void oversize_acquire_fails_cleanly(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(4);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, SB_SEMAPHORE_MAX_PERMITS + 1);
+	assert_int_equal(poll_with(&f, &c), -EINVAL);
+	assert_int_equal(atomic_load(&c.clones), 0);
+	sb_semaphore_acquire_cancel(&f);
+	assert_int_equal(sb_semaphore_try_acquire(&s, SIZE_MAX), -EINVAL);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, SIZE_MAX, 0), -EINVAL);
+	assert_int_equal(sb_semaphore_available(&s), 4);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 4), 0);
+}
+
+static void destroy_with_waiters_reports_busy_and_keeps_the_semaphore_usable(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 1);
+	assert_int_equal(poll_noop(&a), SB_PENDING);
+	assert_int_equal(sb_semaphore_destroy(&s), -EBUSY);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_noop(&a), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void repolling_with_the_same_waker_does_not_clone_again(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 1);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(atomic_load(&c.clones), 1);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c.wakes), 1);
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(atomic_load(&c.clones), 1);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(atomic_load(&c.drops), 0);
+}
+
+static void a_different_waker_replaces_the_old_one_which_is_dropped(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	counting_waker first, second;
+	counting_waker_init(&first);
+	counting_waker_init(&second);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 1);
+	assert_int_equal(poll_with(&f, &first), SB_PENDING);
+	assert_int_equal(poll_with(&f, &second), SB_PENDING);
+	assert_int_equal(atomic_load(&first.drops), 1);
+	assert_int_equal(atomic_load(&first.live), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&first.wakes), 0);
+	assert_int_equal(atomic_load(&second.wakes), 1);
+	assert_int_equal(atomic_load(&second.live), 0);
+	assert_int_equal(poll_with(&f, &second), 0);
+}
+
+/*
+ * White box: the queue lock word is held (1) by "someone else" during the
+ * calls; a path that took the lock would hang, and the watchdog would fail it.
+ */
+static void uncontended_paths_take_no_lock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "uncontended paths with the queue lock held");
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	atomic_store(&s.waitq.lock, 1);
+	assert_int_equal(sb_semaphore_release(&s, 5), 0);
+	assert_int_equal(sb_semaphore_release(&s, 0), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 2), 0);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 2);
+	assert_int_equal(poll_noop(&f), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(atomic_load(&s.waitq.lock), 1);
+	atomic_store(&s.waitq.lock, 0);
+	sb_watchdog_stop(&wd);
+}
+
+/* --- blocking waits --- */
+
+static void blocking_acquire_returns_at_once_when_permits_are_there(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(2);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 2, SB_TIMEOUT_INFINITE), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+}
+
+static void blocking_acquire_times_out_and_holds_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 2, 0), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 2, 2000000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+typedef struct blocking_arg {
+	sb_semaphore *sem;
+	atomic_int started;
+	int result;
+} blocking_arg;
+
+static void *blocking_acquirer(void *p)
+{
+	blocking_arg *a = p;
+	atomic_store(&a->started, 1);
+	a->result = sb_semaphore_acquire_blocking(a->sem, 3, SB_TIMEOUT_INFINITE);
+	return NULL;
+}
+
+static void blocking_acquire_is_woken_by_a_release_from_another_thread(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "blocking acquire woken by release");
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	blocking_arg a = { .sem = &s };
+	atomic_init(&a.started, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
+	/* release one at a time: the thread must wait for all three */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.result, 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	sb_watchdog_stop(&wd);
+}
+
+static void blocking_acquire_is_woken_by_close(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "blocking acquire woken by close");
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	blocking_arg a = { .sem = &s };
+	atomic_init(&a.started, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
+	/* white box: bit 1 of the state word means "someone is queued" */
+	while (!(atomic_load(&s.state) & 2))
+		sched_yield();
+	sb_semaphore_close(&s);
+	pthread_join(t, NULL);
+	assert_int_equal(a.result, -ESHUTDOWN);
+	sb_watchdog_stop(&wd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(static_initialiser_gives_the_permits),
+		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(init_rejects_a_count_above_the_maximum),
+		cmocka_unit_test(try_acquire_takes_permits_until_short),
+		cmocka_unit_test(acquire_of_zero_is_ready_at_once),
+		cmocka_unit_test(ready_acquire_completes_on_first_poll_without_cloning),
+		cmocka_unit_test(waiters_are_served_in_fifo_order),
+		cmocka_unit_test(multi_permit_head_blocks_a_smaller_request_behind_it),
+		cmocka_unit_test(partial_grants_accumulate_until_the_request_is_met),
+		cmocka_unit_test(cancel_with_nothing_granted_leaves_the_count_exact),
+		cmocka_unit_test(cancel_after_partial_grant_passes_permits_on),
+		cmocka_unit_test(cancel_after_partial_grant_with_nobody_behind_returns_permits_to_the_count),
+		cmocka_unit_test(cancel_after_full_grant_passes_permits_to_the_next_waiter),
+		cmocka_unit_test(cancel_after_full_grant_with_nobody_behind_restores_the_count),
+		cmocka_unit_test(cancel_of_a_completed_or_unpolled_future_changes_nothing),
+		cmocka_unit_test(cancel_twice_is_harmless),
+		cmocka_unit_test(try_acquire_does_not_barge_past_a_queued_waiter),
+		cmocka_unit_test(close_wakes_all_waiters_with_the_error_and_later_acquires_fail),
+		cmocka_unit_test(release_overflow_returns_the_error_and_changes_nothing),
+		cmocka_unit_test(release_overflow_with_a_waiter_queued_changes_nothing),
+		cmocka_unit_test(oversize_acquire_fails_cleanly),
+		cmocka_unit_test(destroy_with_waiters_reports_busy_and_keeps_the_semaphore_usable),
+		cmocka_unit_test(repolling_with_the_same_waker_does_not_clone_again),
+		cmocka_unit_test(a_different_waker_replaces_the_old_one_which_is_dropped),
+		cmocka_unit_test(uncontended_paths_take_no_lock),
+		cmocka_unit_test(blocking_acquire_returns_at_once_when_permits_are_there),
+		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
+		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),
+		cmocka_unit_test(blocking_acquire_is_woken_by_close),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* White-box tests of the shared waiter queue (src/waitq.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "counting_waker.h"
+#include "waitq.h"
+
+static void queue_is_fifo_and_unlinks_from_any_position(void **state)
+{
+	(void)state;
+	sb_waitq q = SB_WAITQ_INIT;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	sb_waiter n[4];
+	for (int i = 0; i < 4; i++)
+		sb_waitq_push(&q, &n[i], 1, &w);
+	assert_int_equal(atomic_load(&c.clones), 4);
+	sb_waker_drop(sb_waitq_unlink(&q, &n[1])); /* middle */
+	sb_waker_drop(sb_waitq_unlink(&q, &n[3])); /* tail */
+	assert_ptr_equal(sb_waitq_front(&q), &n[0]);
+	assert_ptr_equal(n[0].next, &n[2]);
+	assert_ptr_equal(q.tail, &n[2]);
+	sb_waker_drop(sb_waitq_unlink(&q, &n[0])); /* head */
+	assert_ptr_equal(sb_waitq_front(&q), &n[2]);
+	sb_waker_drop(sb_waitq_unlink(&q, &n[2]));
+	assert_true(sb_waitq_is_empty(&q));
+	assert_null(q.tail);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
+static void detach_publishes_the_final_state_and_defers_the_wake(void **state)
+{
+	(void)state;
+	sb_waitq q = SB_WAITQ_INIT;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	sb_waiter a, b;
+	sb_waitq_push(&q, &a, 3, &w);
+	sb_waitq_push(&q, &b, 1, &w);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sb_waitq_detach(&q, &a, SB_WAITER_GRANTED, &batch);
+	sb_waitq_detach(&q, &b, SB_WAITER_CLOSED, &batch);
+	assert_int_equal(sb_waiter_load(&a), SB_WAITER_GRANTED);
+	assert_int_equal(sb_waiter_load(&b), SB_WAITER_CLOSED);
+	assert_true(sb_waitq_is_empty(&q));
+	assert_int_equal(atomic_load(&c.wakes), 0); /* not yet: after the lock */
+	sb_wake_batch_run(&batch);
+	assert_int_equal(atomic_load(&c.wakes), 2);
+	assert_int_equal(batch.count, 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
+static void repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock(void **state)
+{
+	(void)state;
+	sb_waitq q = SB_WAITQ_INIT;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	sb_waiter a;
+	sb_waitq_push(&q, &a, 1, &w);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sb_waitq_detach(&q, &a, SB_WAITER_GRANTED, &batch);
+	sb_wake_batch_run(&batch);
+	atomic_store(&q.lock, SB_LOCK_HELD); /* would hang if taken */
+	assert_int_equal(sb_waitq_repoll(&q, &a, &w), SB_WAITER_GRANTED);
+	atomic_store(&q.lock, SB_LOCK_FREE);
+	assert_int_equal(atomic_load(&c.clones), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(queue_is_fifo_and_unlinks_from_any_position),
+		cmocka_unit_test(detach_publishes_the_final_state_and_defers_the_wake),
+		cmocka_unit_test(repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

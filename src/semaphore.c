@@ -143,8 +143,7 @@ static void sem_release_slow(sb_semaphore *s, size_t n)
 	sb_wake_batch_init(&batch);
 	sb_waitq_lock(&s->waitq);
 	sem_grant_locked(s, n, &batch);
-	sb_waitq_unlock(&s->waitq);
-	sb_wake_batch_run(&batch);
+	sb_waitq_unlock_and_wake(&s->waitq, &batch, SB_NO_WAKER);
 }
 
 /* `checked`: refuse to take the count past the maximum. */
@@ -195,16 +194,12 @@ void sb_semaphore_close(sb_semaphore *s)
 	}
 	/* Only the head ever holds a partial grant, so `returned` < max. */
 	sem_grant_locked(s, returned, &batch);
-	sb_waitq_unlock(q);
-	sb_wake_batch_run(&batch);
+	sb_waitq_unlock_and_wake(q, &batch, SB_NO_WAKER);
 }
 
 void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n)
 {
-	f->waiter.next = f->waiter.prev = NULL;
-	f->waiter.waker = (sb_waker){ NULL, NULL };
-	/* relaxed: the future is not shared yet. */
-	atomic_store_explicit(&f->waiter.remaining, SB_WAITER_GRANTED, memory_order_relaxed);
+	sb_waiter_init(&f->waiter);
 	f->sem = s;
 	f->permits = n;
 	f->status = ACQ_IDLE;
@@ -278,21 +273,14 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 	}
 	f->status = -ECANCELED;
 	sb_semaphore *s = f->sem;
-	size_t remaining = sb_waiter_load(&f->waiter);
-	if (!sb_waiter_is_detached(remaining)) {
+	size_t remaining;
+	sb_waker mine;
+	if (sb_waitq_cancel_locked(&s->waitq, &f->waiter, &remaining, &mine)) {
 		sb_wake_batch batch;
 		sb_wake_batch_init(&batch);
-		sb_waitq_lock(&s->waitq);
-		remaining = sb_waiter_remaining_locked(&f->waiter);
-		if (!sb_waiter_is_detached(remaining)) {
-			sb_waker mine = sb_waitq_unlink(&s->waitq, &f->waiter);
-			sem_grant_locked(s, f->permits - remaining, &batch);
-			sb_waitq_unlock(&s->waitq);
-			sb_wake_batch_run(&batch);
-			sb_waker_drop(mine);
-			return;
-		}
-		sb_waitq_unlock(&s->waitq);
+		sem_grant_locked(s, f->permits - remaining, &batch);
+		sb_waitq_unlock_and_wake(&s->waitq, &batch, mine);
+		return;
 	}
 	/* Detached before we looked: a full grant nobody consumed goes back. */
 	if (remaining == SB_WAITER_GRANTED)

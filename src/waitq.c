@@ -74,3 +74,47 @@ size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 		sb_waker_drop(old);
 	return remaining;
 }
+
+bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b)
+{
+	sb_waiter *w = sb_waitq_front(q);
+	if (w == NULL)
+		return false;
+	sb_waitq_detach(q, w, final, b);
+	return true;
+}
+
+void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b)
+{
+	sb_waiter *w;
+	while ((w = sb_waitq_front(q)) != NULL && sb_waiter_remaining_locked(w) <= limit) {
+		sb_waitq_detach(q, w, final, b);
+		if (sb_wake_batch_is_full(b))
+			sb_waitq_flush(q, b);
+	}
+}
+
+bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker)
+{
+	size_t r = sb_waiter_load(w);
+	if (!sb_waiter_is_detached(r)) {
+		sb_waitq_lock(q);
+		r = sb_waiter_remaining_locked(w);
+		if (!sb_waiter_is_detached(r)) {
+			*remaining = r;
+			*waker = sb_waitq_unlink(q, w);
+			return true;
+		}
+		sb_waitq_unlock(q);
+	}
+	*remaining = r;
+	return false;
+}
+
+void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop)
+{
+	sb_waitq_unlock(q);
+	sb_wake_batch_run(b);
+	if (drop.vtable)
+		sb_waker_drop(drop);
+}

@@ -30,6 +30,9 @@
 
 #include "lock.h"
 
+/* "No waker", for sb_waitq_unlock_and_wake() when there is nothing to drop. */
+#define SB_NO_WAKER ((sb_waker){ NULL, NULL })
+
 #define SB_WAITER_GRANTED ((size_t)0)
 #define SB_WAITER_CLOSED SIZE_MAX
 
@@ -67,6 +70,15 @@ static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining
 {
 	/* relaxed: the waiter stays queued, so its owner does not act on it. */
 	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
+}
+
+/* A node that is not queued (as a future's is before its first poll). */
+static inline void sb_waiter_init(sb_waiter *w)
+{
+	w->next = w->prev = NULL;
+	w->waker = SB_NO_WAKER;
+	/* relaxed: the node is not shared yet. */
+	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_relaxed);
 }
 
 static inline void sb_waitq_lock(sb_waitq *q)
@@ -126,6 +138,33 @@ void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b);
  * queue may have changed meanwhile; callers re-read what they need.
  */
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
+
+/*
+ * Under the lock: detaches the head, publishing `final`, and moves its waker
+ * into `b` (not full).  Returns false when the queue is empty.
+ */
+bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b);
+
+/*
+ * Under the lock: detaches, in FIFO order, every waiter registered with a
+ * sequence number (its `remaining`) at most `limit`, publishing `final`.
+ * Runs full batches with the lock dropped; waiters that register meanwhile
+ * carry larger numbers and stay queued, so the call releases exactly the
+ * waiters registered before it.
+ */
+void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b);
+
+/*
+ * Owner's cancel.  If `w` is still queued: takes the lock, unlinks `w`, sets
+ * *remaining to what it was still owed and *waker to its waker, and returns
+ * true WITH THE LOCK HELD; the caller hands on what `w` held and finishes with
+ * sb_waitq_unlock_and_wake().  Otherwise returns false, lock not held, with
+ * *remaining the final state `w` was detached with.
+ */
+bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
+
+/* Unlocks, runs the batch, then drops `drop` (if it holds a waker). */
+void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop);
 
 /*
  * Owner's poll of a queued waiter: returns the final value if it was

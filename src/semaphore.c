@@ -34,11 +34,6 @@
 /* Stored by destroy() so debug builds catch use after destroy. */
 #define SEM_DESTROYED (~(size_t)0)
 
-enum {
-	/* status of a future besides SB_PENDING, 0 and -errno */
-	ACQ_IDLE = 2,
-};
-
 static inline size_t sem_count(size_t state)
 {
 	return state >> SEM_SHIFT;
@@ -202,7 +197,7 @@ void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t 
 	sb_waiter_init(&f->waiter);
 	f->sem = s;
 	f->permits = n;
-	f->status = ACQ_IDLE;
+	f->status = SB_FUTURE_IDLE;
 }
 
 /* First poll that could not take the permits at once: queue, or finish. */
@@ -250,28 +245,19 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 
 int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
 {
-	if (f->status == ACQ_IDLE) {
+	if (f->status == SB_FUTURE_IDLE) {
 		f->status = sem_acquire_first_poll(f, w);
 		return f->status;
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	size_t remaining = sb_waitq_repoll(&f->sem->waitq, &f->waiter, w);
-	if (remaining == SB_WAITER_GRANTED)
-		f->status = 0;
-	else if (remaining == SB_WAITER_CLOSED)
-		f->status = -ESHUTDOWN;
-	return f->status;
+	return sb_future_repoll(&f->status, &f->sem->waitq, &f->waiter, w);
 }
 
 void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 {
-	if (f->status != SB_PENDING) {
-		if (f->status == ACQ_IDLE)
-			f->status = -ECANCELED;
+	if (!sb_future_begin_cancel(&f->status))
 		return;
-	}
-	f->status = -ECANCELED;
 	sb_semaphore *s = f->sem;
 	size_t remaining;
 	sb_waker mine;

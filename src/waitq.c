@@ -118,3 +118,20 @@ void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop)
 	if (drop.vtable)
 		sb_waker_drop(drop);
 }
+
+void sb_waitq_unlock_and_drop(sb_waitq *q, sb_waker drop)
+{
+	sb_waitq_unlock(q);
+	if (drop.vtable)
+		sb_waker_drop(drop);
+}
+
+int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+{
+	size_t remaining = sb_waitq_repoll(q, w, waker);
+	if (remaining == SB_WAITER_GRANTED)
+		*status = 0;
+	else if (remaining == SB_WAITER_CLOSED)
+		*status = -ESHUTDOWN;
+	return *status;
+}

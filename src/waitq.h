@@ -22,6 +22,7 @@
 #ifndef SYNCBAND_SRC_WAITQ_H
 #define SYNCBAND_SRC_WAITQ_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -165,6 +166,46 @@ bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_wak
 
 /* Unlocks, runs the batch, then drops `drop` (if it holds a waker). */
 void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop);
+
+/* Unlocks, then drops `drop` (if it holds a waker). */
+void sb_waitq_unlock_and_drop(sb_waitq *q, sb_waker drop);
+
+/*
+ * Under the lock: clears `flag` ("someone waits") in a primitive's state word
+ * once its queue is empty.
+ */
+static inline void sb_waitq_clear_flag_if_empty(sb_waitq *q, _Atomic size_t *state, size_t flag)
+{
+	if (sb_waitq_is_empty(q))
+		/* relaxed: only queue-lock holders change the flag, and what a
+		 * grant carries is published by the detach's release store. */
+		atomic_fetch_and_explicit(state, ~flag, memory_order_relaxed);
+}
+
+/*
+ * The life of a future, in its `status`: SB_FUTURE_IDLE until the first
+ * poll, SB_PENDING while queued, then 0 or -errno (-ECANCELED after cancel).
+ */
+#define SB_FUTURE_IDLE 2
+
+/*
+ * A later poll of a queued future: re-registers `waker`, and when the waiter
+ * was detached records the result (SB_WAITER_GRANTED: 0, SB_WAITER_CLOSED:
+ * -ESHUTDOWN).  Returns the status.
+ */
+int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+
+/*
+ * Start of every cancel: marks the future cancelled and returns true when
+ * it was queued (there is work to undo), false when it was idle or done.
+ */
+static inline bool sb_future_begin_cancel(int *status)
+{
+	int was = *status;
+	if (was == SB_PENDING || was == SB_FUTURE_IDLE)
+		*status = -ECANCELED;
+	return was == SB_PENDING;
+}
 
 /*
  * Owner's poll of a queued waiter: returns the final value if it was

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include <syncband/semaphore.h>
+#include <syncband/syncband.h>
 
 #include "counting_waker.h"
 #include "watchdog.h"
@@ -109,6 +109,80 @@ static void every_semaphore_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+static void every_mutex_condvar_and_event_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	long before = atomic_load(&allocations);
+
+	/* mutex: fast paths, queue, handoff, cancel after handoff */
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock l[3];
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	for (int i = 0; i < 3; i++) {
+		sb_mutex_lock_init(&l[i], &m);
+		assert_int_equal(sb_mutex_lock_poll(&l[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	sb_mutex_lock_cancel(&l[0]);
+	assert_int_equal(sb_mutex_lock_poll(&l[1], &w), 0);
+	sb_mutex_lock_cancel(&l[2]);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_lock_blocking(&m, 0), 0);
+	assert_int_equal(sb_mutex_lock_blocking(&m, 1000), -ETIMEDOUT);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+
+	/* condvar: wait, notify_one, notify_all, cancel in each phase */
+	sb_condvar cv = SB_CONDVAR_INIT;
+	sb_condvar_wait cw[3];
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sb_mutex_try_lock(&m), 0);
+		sb_condvar_wait_init(&cw[i], &cv, &m);
+		assert_int_equal(sb_condvar_wait_poll(&cw[i], &w), SB_PENDING);
+	}
+	sb_condvar_notify_one(&cv);
+	sb_condvar_wait_cancel(&cw[0]); /* passes the notification to cw[1] */
+	assert_int_equal(sb_condvar_wait_poll(&cw[1], &w), 0);
+	sb_condvar_notify_all(&cv);
+	assert_int_equal(sb_condvar_wait_poll(&cw[2], &w), SB_PENDING); /* re-acquiring */
+	sb_condvar_wait_cancel(&cw[2]);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_condvar_wait_blocking(&cv, &m, 1000), -ETIMEDOUT);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+
+	/* events */
+	sb_event e = SB_EVENT_INIT(0);
+	sb_event_wait ew[40];
+	for (int i = 0; i < 40; i++) {
+		sb_event_wait_init(&ew[i], &e);
+		assert_int_equal(sb_event_wait_poll(&ew[i], &w), SB_PENDING);
+	}
+	sb_event_wait_cancel(&ew[0]);
+	sb_event_set(&e);
+	sb_event_reset(&e);
+	for (int i = 1; i < 40; i++)
+		assert_int_equal(sb_event_wait_poll(&ew[i], &w), 0);
+	assert_int_equal(sb_event_wait_blocking(&e, 1000), -ETIMEDOUT);
+	sb_auto_event a = SB_AUTO_EVENT_INIT(0);
+	sb_auto_event_wait aw[2];
+	for (int i = 0; i < 2; i++) {
+		sb_auto_event_wait_init(&aw[i], &a);
+		assert_int_equal(sb_auto_event_wait_poll(&aw[i], &w), SB_PENDING);
+	}
+	sb_auto_event_set(&a);
+	sb_auto_event_wait_cancel(&aw[0]);
+	assert_int_equal(sb_auto_event_wait_poll(&aw[1], &w), 0);
+	sb_auto_event_set(&a);
+	assert_int_equal(sb_auto_event_try_wait(&a), 0);
+	assert_int_equal(sb_auto_event_wait_blocking(&a, 1000), -ETIMEDOUT);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -150,6 +224,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_counter_sees_an_allocation),
 		cmocka_unit_test(every_semaphore_path_allocates_nothing),
+		cmocka_unit_test(every_mutex_condvar_and_event_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include <syncband/semaphore.h>
 
+#include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
 

@@ -5,5 +5,8 @@
 
 #include <syncband/future.h>
 #include <syncband/semaphore.h>
+#include <syncband/mutex.h>
+#include <syncband/condvar.h>
+#include <syncband/event.h>
 
 #endif

@@ -21,6 +21,7 @@
 
 #include <syncband/semaphore.h>
 
+#include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
 
@@ -57,7 +58,7 @@ static void hold_and_release(stress *st, size_t n)
 		atomic_fetch_add(&st->over, 1);
 	atomic_fetch_add(&st->acquired, 1);
 	atomic_fetch_sub(&st->in_use, (long)n);
-	assert_int_equal(sb_semaphore_release(&st->sem, n), 0);
+	CHECK(sb_semaphore_release(&st->sem, n) == 0);
 }
 
 static void blocking_round(worker *w, size_t n)
@@ -70,7 +71,7 @@ static void blocking_round(worker *w, size_t n)
 		atomic_fetch_add(&st->timed_out, 1);
 		return;
 	}
-	assert_int_equal(r, 0);
+	CHECK(r == 0);
 	hold_and_release(st, n);
 }
 
@@ -101,7 +102,7 @@ static void future_round(worker *w, size_t n)
 		}
 		r = sb_semaphore_acquire_poll(&f, &waker);
 	}
-	assert_int_equal(r, 0);
+	CHECK(r == 0);
 	hold_and_release(st, n);
 }
 

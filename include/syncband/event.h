@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/event.h - manual-reset and auto-reset async events.
+ *
+ * Manual-reset event (sb_event)
+ *   - set() releases every wait registered before it; while set, new waits
+ *     complete at once.  reset() makes later waits wait again.
+ *   - A released wait stays ready after a later reset(): release is decided
+ *     when set() detaches it, not when its owner polls again.
+ *   - A wait registers on its first poll, so set(); reset(); before that poll
+ *     does not release it.
+ *   - set() detaches waiters in batches of up to 32 and wakes each batch
+ *     after detaching it, with its internal lock released; it releases
+ *     exactly the waiters registered before it, even if reset() or new waits
+ *     run while it wakes.
+ *   - is_set() is a single atomic load.
+ *
+ * Auto-reset event (sb_auto_event)
+ *   - set() hands the signal to the oldest wait, or stores one signal if
+ *     nobody waits; repeated sets with nobody waiting coalesce into one.
+ *   - try_wait() consumes a stored signal, never one already handed to a
+ *     wait.  A wait cancelled after it was handed the signal passes it to the
+ *     next wait, or stores it again.
+ *
+ * Memory ordering (both): a set() happens-before every wait or try_wait that
+ * it lets complete.
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * except init/destroy; one future is driven by one thread at a time.
+ *
+ * Errors
+ *   -EAGAIN      try_wait(): not set / no signal
+ *   -EBUSY       destroy() while futures are registered (the event stays usable)
+ *   -ETIMEDOUT   *_wait_blocking() ran out of time
+ *   -ECANCELED   poll of a future after its cancel
+ */
+#ifndef SYNCBAND_EVENT_H
+#define SYNCBAND_EVENT_H
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 32 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_event {
+	SB_ATOMIC(size_t) state; /* see src/event.c for the bit layout */
+	sb_waitq waitq;
+} sb_event;
+
+/* 32 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_auto_event {
+	SB_ATOMIC(size_t) state;
+	sb_waitq waitq;
+} sb_auto_event;
+
+/* 56 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_event_wait {
+	sb_waiter waiter;
+	sb_event *event;
+	int status;
+} sb_event_wait;
+
+/* 56 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_auto_event_wait {
+	sb_waiter waiter;
+	sb_auto_event *event;
+	int status;
+} sb_auto_event_wait;
+
+/* Static initialisers: `set` is 0 or 1. */
+#define SB_EVENT_INIT(set) { (size_t)((set) ? 1 : 0), SB_WAITQ_INIT }
+#define SB_AUTO_EVENT_INIT(set) { (size_t)((set) ? 1 : 0), SB_WAITQ_INIT }
+
+/* --- manual-reset --- */
+
+/* Always returns 0. */
+SB_API int sb_event_init(sb_event *e, bool set);
+/* Returns 0, or -EBUSY while futures are registered. */
+SB_API int sb_event_destroy(sb_event *e);
+/* Sets the event, releasing every registered wait.  Never waits. */
+SB_API void sb_event_set(sb_event *e);
+/* Clears the event.  One atomic RMW, no lock.  Never waits. */
+SB_API void sb_event_reset(sb_event *e);
+/* One atomic load (acquire). */
+SB_API bool sb_event_is_set(const sb_event *e);
+/* 0 if set (acquire ordering), else -EAGAIN. */
+SB_API int sb_event_try_wait(const sb_event *e);
+
+SB_API void sb_event_wait_init(sb_event_wait *f, sb_event *e);
+/* 0 once released, SB_PENDING while registered. */
+SB_API int sb_event_wait_poll(sb_event_wait *f, const sb_waker *w);
+/* Unregisters the wait and drops its waker; nothing to pass on. */
+SB_API void sb_event_wait_cancel(sb_event_wait *f);
+/* Blocks the thread until set: 0 or -ETIMEDOUT. */
+SB_API int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns);
+
+/* --- auto-reset --- */
+
+/* Always returns 0. */
+SB_API int sb_auto_event_init(sb_auto_event *e, bool set);
+/* Returns 0, or -EBUSY while futures are registered. */
+SB_API int sb_auto_event_destroy(sb_auto_event *e);
+/* Hands the signal to the oldest wait, or stores it.  Never waits. */
+SB_API void sb_auto_event_set(sb_auto_event *e);
+/* Consumes a stored signal: 0 (acquire ordering), or -EAGAIN. */
+SB_API int sb_auto_event_try_wait(sb_auto_event *e);
+
+SB_API void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e);
+/* 0 once it holds the signal, SB_PENDING while registered. */
+SB_API int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w);
+/* Unregisters; a signal handed to it but not observed is passed on or stored. */
+SB_API void sb_auto_event_wait_cancel(sb_auto_event_wait *f);
+/* Blocks the thread until it takes a signal: 0 or -ETIMEDOUT. */
+SB_API int sb_auto_event_wait_blocking(sb_auto_event *e, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_EVENT_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/mutex.h - an async mutex with FIFO handoff.
+ *
+ * Semantics
+ *   - Uncontended lock is one CAS on the state word; uncontended unlock is
+ *     one CAS back; neither touches the waiter queue or its lock.
+ *   - A contended unlock hands the mutex directly to the oldest waiter: the
+ *     mutex never looks unlocked while anyone waits, so nobody barges
+ *     (try_lock fails while a waiter is being handed the lock).
+ *   - Cancelling a waiter that was just handed the lock passes it on to the
+ *     next waiter, or unlocks it when nobody waits.
+ *   - The mutex has no owner identity: any thread or task may unlock it, as
+ *     with a semaphore of one permit.  Unlocking an unlocked mutex is
+ *     detected and refused.
+ *
+ * Memory ordering: an unlock happens-before the lock it lets complete.
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * except init/destroy, and except that one future is driven by one thread at
+ * a time (its poll and cancel must not race each other).
+ *
+ * Errors (negative errno; every error leaves the mutex unchanged)
+ *   -EBUSY       try_lock(): locked; destroy(): locked or waited on
+ *   -EPERM       unlock() of a mutex that is not locked
+ *   -ETIMEDOUT   lock_blocking() ran out of time
+ *   -ECANCELED   poll of a future after its cancel
+ */
+#ifndef SYNCBAND_MUTEX_H
+#define SYNCBAND_MUTEX_H
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 32 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_mutex {
+	SB_ATOMIC(size_t) state; /* see src/mutex.c for the bit layout */
+	sb_waitq waitq;
+} sb_mutex;
+
+#define SB_MUTEX_INIT { 0, SB_WAITQ_INIT }
+
+/* 56 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_mutex_lock {
+	sb_waiter waiter;
+	sb_mutex *mutex;
+	int status;
+} sb_mutex_lock;
+
+/* Initialises an unlocked mutex.  Always returns 0. */
+SB_API int sb_mutex_init(sb_mutex *m);
+
+/*
+ * Returns 0, or -EBUSY when the mutex is locked or futures are queued (it
+ * stays usable).  The mutex must not be used after a successful destroy.
+ */
+SB_API int sb_mutex_destroy(sb_mutex *m);
+
+/* True while the mutex is locked (a snapshot). */
+SB_API bool sb_mutex_is_locked(const sb_mutex *m);
+
+/* Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits. */
+SB_API int sb_mutex_try_lock(sb_mutex *m);
+
+/*
+ * Unlocks, handing the mutex to the oldest queued future if there is one
+ * (woken after the internal lock is released).  Returns 0, or -EPERM when
+ * the mutex was not locked.  Release ordering.  Never waits.
+ */
+SB_API int sb_mutex_unlock(sb_mutex *m);
+
+/* Prepares a future that locks `m`.  Does not register. */
+SB_API void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m);
+
+/*
+ * Drives the lock: 0 when the caller holds the mutex, SB_PENDING when queued
+ * (the waker will be woken once).  Acquire ordering on completion.
+ */
+SB_API int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w);
+
+/*
+ * Abandons the lock.  A queued future leaves the queue; a future that was
+ * handed the mutex but has not observed it passes the mutex on.  Drops the
+ * registered waker.  A completed future is left alone: the caller holds the
+ * mutex and unlocks it.
+ */
+SB_API void sb_mutex_lock_cancel(sb_mutex_lock *f);
+
+/*
+ * Blocks the calling thread until it holds the mutex: 0, or -ETIMEDOUT
+ * after `timeout_ns` (SB_TIMEOUT_INFINITE waits forever; 0 tries once).
+ */
+SB_API int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_MUTEX_H */

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <syncband/condvar.h>
+
+#include <assert.h>
+#include <errno.h>
+
+#include "park.h"
+#include "waitq.h"
+
+/*
+ * The state word, changed only under the queue lock and read without it by
+ * notifiers:
+ *
+ *   bit 0   CV_WAITERS  the queue is not empty
+ *   bits 1- the sequence number given to the latest registration
+ *
+ * A queued waiter's `remaining` holds its sequence number, so notify_all()
+ * can stop at the waiters registered before it (sb_waitq_detach_through).
+ *
+ * A notifier may skip the lock when CV_WAITERS is clear.  That is safe for
+ * the waits that matter: a wait registers, under the queue lock, before it
+ * unlocks the mutex, and a notifier that changed the predicate under the
+ * mutex afterwards is ordered after that registration by the mutex, so it
+ * reads CV_WAITERS (coherence).  A notifier that does not use the mutex can
+ * miss a wait that is registering - with any condition variable.
+ *
+ * The detach value tells the woken future who notified it:
+ * NOTIFIED_BY_ONE must be passed on if the future is cancelled.
+ */
+#define CV_WAITERS ((size_t)1)
+#define CV_SEQ_SHIFT 1
+#define NOTIFIED_BY_ONE SB_WAITER_GRANTED
+#define NOTIFIED_BY_ALL SB_WAITER_CLOSED
+
+enum {
+	CV_IDLE,          /* not polled: the caller holds the mutex */
+	CV_WAITING,       /* in the condvar's queue */
+	CV_LOCKING_ONE,   /* notified by notify_one, re-acquiring the mutex */
+	CV_LOCKING_ALL,   /* notified by notify_all, re-acquiring the mutex */
+	CV_DONE,          /* holds the mutex */
+	CV_CANCELLED,
+};
+
+static inline size_t cv_load(const sb_condvar *cv)
+{
+	/* relaxed: see the comment above on why notifiers need no more. */
+	return atomic_load_explicit((_Atomic size_t *)&cv->state, memory_order_relaxed);
+}
+
+static inline void cv_store_locked(sb_condvar *cv, size_t state)
+{
+	/* relaxed: only queue-lock holders write the word; readers rely on
+	 * the ordering given by the mutex, see above. */
+	atomic_store_explicit(&cv->state, state, memory_order_relaxed);
+}
+
+int sb_condvar_init(sb_condvar *cv)
+{
+	*cv = (sb_condvar)SB_CONDVAR_INIT;
+	return 0;
+}
+
+int sb_condvar_destroy(sb_condvar *cv)
+{
+	return (cv_load(cv) & CV_WAITERS) ? -EBUSY : 0;
+}
+
+void sb_condvar_notify_one(sb_condvar *cv)
+{
+	if (!(cv_load(cv) & CV_WAITERS))
+		return;
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sb_waitq_lock(&cv->waitq);
+	sb_waitq_detach_front(&cv->waitq, NOTIFIED_BY_ONE, &batch);
+	sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
+	sb_waitq_unlock_and_wake(&cv->waitq, &batch, SB_NO_WAKER);
+}
+
+void sb_condvar_notify_all(sb_condvar *cv)
+{
+	if (!(cv_load(cv) & CV_WAITERS))
+		return;
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sb_waitq_lock(&cv->waitq);
+	size_t limit = cv_load(cv) >> CV_SEQ_SHIFT;
+	sb_waitq_detach_through(&cv->waitq, limit, NOTIFIED_BY_ALL, &batch);
+	sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
+	sb_waitq_unlock_and_wake(&cv->waitq, &batch, SB_NO_WAKER);
+}
+
+void sb_condvar_wait_init(sb_condvar_wait *f, sb_condvar *cv, sb_mutex *m)
+{
+	sb_mutex_lock_init(&f->lock, m);
+	f->cv = cv;
+	f->phase = CV_IDLE;
+}
+
+static void cv_register(sb_condvar_wait *f, const sb_waker *w)
+{
+	sb_condvar *cv = f->cv;
+	sb_waitq_lock(&cv->waitq);
+	size_t seq = (cv_load(cv) >> CV_SEQ_SHIFT) + 1;
+	cv_store_locked(cv, (seq << CV_SEQ_SHIFT) | CV_WAITERS);
+	sb_waitq_push(&cv->waitq, &f->lock.waiter, seq, w);
+	sb_waitq_unlock(&cv->waitq);
+}
+
+/* Notified: re-acquire the mutex with the same node, now in its queue. */
+static int cv_start_locking(sb_condvar_wait *f, size_t notified, const sb_waker *w)
+{
+	f->phase = notified == NOTIFIED_BY_ONE ? CV_LOCKING_ONE : CV_LOCKING_ALL;
+	sb_mutex_lock_init(&f->lock, f->lock.mutex);
+	int r = sb_mutex_lock_poll(&f->lock, w);
+	if (r == 0)
+		f->phase = CV_DONE;
+	return r;
+}
+
+int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
+{
+	switch (f->phase) {
+	case CV_IDLE:
+		if (!sb_mutex_is_locked(f->lock.mutex))
+			return -EPERM;
+		cv_register(f, w);
+		f->phase = CV_WAITING;
+		/* Registered first, so a notify from now on finds us. */
+		sb_mutex_unlock(f->lock.mutex);
+		return SB_PENDING;
+	case CV_WAITING: {
+		size_t r = sb_waitq_repoll(&f->cv->waitq, &f->lock.waiter, w);
+		if (!sb_waiter_is_detached(r))
+			return SB_PENDING;
+		return cv_start_locking(f, r, w);
+	}
+	case CV_LOCKING_ONE:
+	case CV_LOCKING_ALL:
+		if (sb_mutex_lock_poll(&f->lock, w) != 0)
+			return SB_PENDING;
+		f->phase = CV_DONE;
+		return 0;
+	case CV_DONE:
+		return 0;
+	default:
+		return -ECANCELED;
+	}
+}
+
+void sb_condvar_wait_cancel(sb_condvar_wait *f)
+{
+	int phase = f->phase;
+	if (phase == CV_DONE || phase == CV_CANCELLED)
+		return;
+	f->phase = CV_CANCELLED;
+	sb_condvar *cv = f->cv;
+	switch (phase) {
+	case CV_IDLE:
+		sb_mutex_unlock(f->lock.mutex);
+		return;
+	case CV_WAITING: {
+		size_t remaining;
+		sb_waker mine;
+		if (sb_waitq_cancel_locked(&cv->waitq, &f->lock.waiter, &remaining, &mine)) {
+			sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
+			sb_waitq_unlock_and_drop(&cv->waitq, mine);
+			return;
+		}
+		if (remaining == NOTIFIED_BY_ONE)
+			sb_condvar_notify_one(cv);
+		return;
+	}
+	case CV_LOCKING_ONE:
+		sb_mutex_lock_cancel(&f->lock);
+		sb_condvar_notify_one(cv);
+		return;
+	case CV_LOCKING_ALL:
+		sb_mutex_lock_cancel(&f->lock);
+		return;
+	}
+}
+
+static int cv_wait_poll_fn(void *f, const sb_waker *w)
+{
+	return sb_condvar_wait_poll(f, w);
+}
+
+static void cv_wait_cancel_fn(void *f)
+{
+	sb_condvar_wait_cancel(f);
+}
+
+int sb_condvar_wait_blocking(sb_condvar *cv, sb_mutex *m, uint64_t timeout_ns)
+{
+	sb_condvar_wait f;
+	sb_condvar_wait_init(&f, cv, m);
+	int r = sb_park_block_on(&f, cv_wait_poll_fn, cv_wait_cancel_fn, timeout_ns);
+	if (r == -ETIMEDOUT)
+		sb_mutex_lock_blocking(m, SB_TIMEOUT_INFINITE);
+	return r;
+}

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <syncband/event.h>
+
+#include "check.h"
+#include "counting_waker.h"
+#include "watchdog.h"
+
+static int poll_wait(sb_event_wait *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_event_wait_poll(f, &w);
+}
+
+static int poll_auto(sb_auto_event_wait *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_auto_event_wait_poll(f, &w);
+}
+
+static void sizes_fit_the_contract(void **state)
+{
+	(void)state;
+	if (sizeof(void *) != 8)
+		skip();
+	assert_true(sizeof(sb_event) <= 32);
+	assert_true(sizeof(sb_auto_event) <= 32);
+	assert_true(sizeof(sb_event_wait) <= 64);
+	assert_true(sizeof(sb_auto_event_wait) <= 64);
+}
+
+/* --- manual-reset --- */
+
+static void static_events_start_as_asked(void **state)
+{
+	(void)state;
+	static sb_event unset = SB_EVENT_INIT(0), set = SB_EVENT_INIT(1);
+	assert_false(sb_event_is_set(&unset));
+	assert_true(sb_event_is_set(&set));
+	assert_int_equal(sb_event_try_wait(&unset), -EAGAIN);
+	assert_int_equal(sb_event_try_wait(&set), 0);
+	sb_event e;
+	sb_event_init(&e, true);
+	assert_true(sb_event_is_set(&e));
+	sb_event_reset(&e);
+	assert_false(sb_event_is_set(&e));
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void wait_on_a_set_event_is_ready_without_cloning(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(1);
+	sb_event_wait f;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_event_wait_init(&f, &e);
+	assert_int_equal(poll_wait(&f, &c), 0);
+	assert_int_equal(atomic_load(&c.clones), 0);
+}
+
+static void set_releases_every_registered_wait(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	enum { N = 3 };
+	sb_event_wait f[N];
+	counting_waker c[N];
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_event_wait_init(&f[i], &e);
+		assert_int_equal(poll_wait(&f[i], &c[i]), SB_PENDING);
+	}
+	assert_int_equal(sb_event_destroy(&e), -EBUSY);
+	sb_event_set(&e);
+	assert_true(sb_event_is_set(&e));
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(poll_wait(&f[i], &c[i]), 0);
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	}
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void a_released_wait_stays_ready_after_a_later_reset(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	sb_event_wait f;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_event_wait_init(&f, &e);
+	assert_int_equal(poll_wait(&f, &c), SB_PENDING);
+	sb_event_set(&e);
+	sb_event_reset(&e);
+	assert_int_equal(poll_wait(&f, &c), 0);
+}
+
+static void set_then_reset_before_the_first_poll_does_not_release_the_wait(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	sb_event_wait f;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_event_wait_init(&f, &e);
+	sb_event_set(&e);
+	sb_event_reset(&e);
+	assert_int_equal(poll_wait(&f, &c), SB_PENDING);
+	sb_event_wait_cancel(&f);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void set_on_a_set_event_changes_nothing(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	sb_event_set(&e);
+	sb_event_set(&e);
+	assert_true(sb_event_is_set(&e));
+	sb_event_reset(&e);
+	sb_event_reset(&e);
+	assert_false(sb_event_is_set(&e));
+}
+
+static void fan_out_releases_all_waits_registered_before_set_and_none_after(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	enum { N = 48 }; /* more than one wake batch */
+	sb_event_wait f[N], late;
+	counting_waker c[N], cl;
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_event_wait_init(&f[i], &e);
+		assert_int_equal(poll_wait(&f[i], &c[i]), SB_PENDING);
+	}
+	sb_event_set(&e);
+	sb_event_reset(&e);
+	counting_waker_init(&cl);
+	sb_event_wait_init(&late, &e);
+	assert_int_equal(poll_wait(&late, &cl), SB_PENDING);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(poll_wait(&f[i], &c[i]), 0);
+	}
+	assert_int_equal(atomic_load(&cl.wakes), 0);
+	sb_event_wait_cancel(&late);
+	assert_int_equal(atomic_load(&cl.live), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+/* A waker that resets the event and registers a new wait from inside set(). */
+typedef struct reentrant {
+	sb_event *event;
+	sb_event_wait *late;
+	counting_waker *late_waker;
+	int calls;
+} reentrant;
+
+static sb_waker reentrant_clone(const void *data);
+static void reentrant_wake(const void *data)
+{
+	reentrant *r = (reentrant *)data;
+	if (r->calls++ == 0) {
+		sb_event_reset(r->event);
+		sb_event_wait_init(r->late, r->event);
+		sb_waker w = counting_waker_ref(r->late_waker);
+		CHECK(sb_event_wait_poll(r->late, &w) == SB_PENDING);
+	}
+}
+static void reentrant_drop(const void *data)
+{
+	(void)data;
+}
+static const sb_waker_vtable reentrant_vtable = {
+	reentrant_clone, reentrant_wake, reentrant_wake, reentrant_drop,
+};
+static sb_waker reentrant_clone(const void *data)
+{
+	return (sb_waker){ &reentrant_vtable, data };
+}
+
+static void set_releases_exactly_the_earlier_waits_even_if_a_waker_resets_and_waits_again(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	enum { N = 40 };
+	sb_event_wait f[N], late;
+	counting_waker cl;
+	counting_waker_init(&cl);
+	reentrant r = { &e, &late, &cl, 0 };
+	sb_waker w = { &reentrant_vtable, &r };
+	for (int i = 0; i < N; i++) {
+		sb_event_wait_init(&f[i], &e);
+		assert_int_equal(sb_event_wait_poll(&f[i], &w), SB_PENDING);
+	}
+	sb_event_set(&e); /* the first wake resets and queues `late` mid-set */
+	assert_int_equal(r.calls, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_event_wait_poll(&f[i], &w), 0);
+	assert_false(sb_event_is_set(&e));
+	assert_int_equal(atomic_load(&cl.wakes), 0);
+	assert_int_equal(poll_wait(&late, &cl), SB_PENDING);
+	sb_event_set(&e);
+	assert_int_equal(poll_wait(&late, &cl), 0);
+}
+
+static void cancel_of_a_manual_wait_leaves_the_others(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	sb_event_wait a, b;
+	counting_waker ca, cb;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	sb_event_wait_init(&a, &e);
+	sb_event_wait_init(&b, &e);
+	assert_int_equal(poll_wait(&a, &ca), SB_PENDING);
+	assert_int_equal(poll_wait(&b, &cb), SB_PENDING);
+	sb_event_wait_cancel(&a);
+	assert_int_equal(atomic_load(&ca.drops), 1);
+	sb_event_set(&e);
+	assert_int_equal(atomic_load(&ca.wakes), 0);
+	assert_int_equal(poll_wait(&b, &cb), 0);
+	assert_int_equal(poll_wait(&a, &ca), -ECANCELED);
+	sb_event_wait_cancel(&b); /* completed: nothing to do */
+	assert_int_equal(atomic_load(&ca.live) + atomic_load(&cb.live), 0);
+}
+
+static void blocking_wait_times_out_on_an_unset_event(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	assert_int_equal(sb_event_wait_blocking(&e, 1000000), -ETIMEDOUT);
+	sb_event_set(&e);
+	assert_int_equal(sb_event_wait_blocking(&e, 0), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+/* --- auto-reset --- */
+
+static void auto_set_with_nobody_waiting_stores_one_signal_and_sets_coalesce(void **state)
+{
+	(void)state;
+	static sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+	sb_auto_event_set(&e);
+	sb_auto_event_set(&e);
+	sb_auto_event_set(&e);
+	assert_int_equal(sb_auto_event_try_wait(&e), 0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+	sb_auto_event s;
+	sb_auto_event_init(&s, true);
+	assert_int_equal(sb_auto_event_try_wait(&s), 0);
+	assert_int_equal(sb_auto_event_destroy(&s), 0);
+}
+
+static void auto_set_hands_the_signal_to_the_oldest_wait(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	enum { N = 3 };
+	sb_auto_event_wait f[N];
+	counting_waker c[N];
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_auto_event_wait_init(&f[i], &e);
+		assert_int_equal(poll_auto(&f[i], &c[i]), SB_PENDING);
+	}
+	assert_int_equal(sb_auto_event_destroy(&e), -EBUSY);
+	for (int i = 0; i < N; i++) {
+		sb_auto_event_set(&e);
+		for (int j = 0; j < N; j++)
+			assert_int_equal(atomic_load(&c[j].wakes), j <= i ? 1 : 0);
+		/* the signal went to the waiter: nothing for try_wait to steal */
+		assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+		assert_int_equal(poll_auto(&f[i], &c[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	assert_int_equal(sb_auto_event_destroy(&e), 0);
+}
+
+static void auto_wait_takes_a_stored_signal_on_first_poll(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(1);
+	sb_auto_event_wait a, b;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_auto_event_wait_init(&a, &e);
+	sb_auto_event_wait_init(&b, &e);
+	assert_int_equal(poll_auto(&a, &c), 0);
+	assert_int_equal(poll_auto(&b, &c), SB_PENDING);
+	sb_auto_event_wait_cancel(&b);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+}
+
+static void cancelled_auto_wait_that_held_the_signal_passes_it_to_the_next(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	sb_auto_event_wait a, b;
+	counting_waker ca, cb;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	sb_auto_event_wait_init(&a, &e);
+	sb_auto_event_wait_init(&b, &e);
+	assert_int_equal(poll_auto(&a, &ca), SB_PENDING);
+	assert_int_equal(poll_auto(&b, &cb), SB_PENDING);
+	sb_auto_event_set(&e);
+	sb_auto_event_wait_cancel(&a);
+	assert_int_equal(atomic_load(&cb.wakes), 1);
+	assert_int_equal(poll_auto(&b, &cb), 0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+	assert_int_equal(atomic_load(&ca.live) + atomic_load(&cb.live), 0);
+}
+
+static void cancelled_auto_wait_that_held_the_signal_stores_it_when_alone(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	sb_auto_event_wait a;
+	counting_waker ca;
+	counting_waker_init(&ca);
+	sb_auto_event_wait_init(&a, &e);
+	assert_int_equal(poll_auto(&a, &ca), SB_PENDING);
+	sb_auto_event_set(&e);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+	sb_auto_event_wait_cancel(&a);
+	assert_int_equal(sb_auto_event_try_wait(&e), 0);
+	assert_int_equal(sb_auto_event_destroy(&e), 0);
+}
+
+static void cancelled_auto_wait_without_the_signal_takes_nothing(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	sb_auto_event_wait a;
+	counting_waker ca;
+	counting_waker_init(&ca);
+	sb_auto_event_wait_init(&a, &e);
+	assert_int_equal(poll_auto(&a, &ca), SB_PENDING);
+	sb_auto_event_wait_cancel(&a);
+	assert_int_equal(atomic_load(&ca.drops), 1);
+	sb_auto_event_set(&e);
+	assert_int_equal(sb_auto_event_try_wait(&e), 0);
+}
+
+static void blocking_auto_wait_times_out_then_takes_a_signal(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	assert_int_equal(sb_auto_event_wait_blocking(&e, 1000000), -ETIMEDOUT);
+	sb_auto_event_set(&e);
+	assert_int_equal(sb_auto_event_wait_blocking(&e, 0), 0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+}
+
+/* --- threads --- */
+
+enum { FAN_OUT = 16, ROUNDS = 2000 };
+
+typedef struct fan {
+	sb_event go;
+	sb_auto_event done;
+	atomic_int arrived;
+	atomic_int round;
+} fan;
+
+/* Each round: wait for `go` (blocking or by future), then report. */
+static void *fan_waiter(void *p)
+{
+	fan *f = p;
+	static atomic_int next_id;
+	int id = atomic_fetch_add(&next_id, 1);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	for (int r = 1; r <= ROUNDS; r++) {
+		if (id % 2) {
+			CHECK(sb_event_wait_blocking(&f->go, SB_TIMEOUT_INFINITE) == 0);
+		} else {
+			sb_event_wait wait;
+			sb_event_wait_init(&wait, &f->go);
+			int wakes = atomic_load(&c.wakes);
+			while (sb_event_wait_poll(&wait, &w) == SB_PENDING) {
+				while (atomic_load(&c.wakes) == wakes)
+					sched_yield();
+				wakes = atomic_load(&c.wakes);
+			}
+		}
+		CHECK(atomic_load(&f->round) == r);
+		if (atomic_fetch_add(&f->arrived, 1) + 1 == FAN_OUT)
+			sb_auto_event_set(&f->done);
+		while (atomic_load(&f->round) == r) /* until the next round opens */
+			sched_yield();
+	}
+	CHECK(atomic_load(&c.live) == 0);
+	return NULL;
+}
+
+static void fan_out_of_sixteen_waiters_across_threads_releases_all_each_round(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 240, "event fan-out across threads");
+	static fan f = { SB_EVENT_INIT(0), SB_AUTO_EVENT_INIT(0), 0, 0 };
+	pthread_t t[FAN_OUT];
+	for (int i = 0; i < FAN_OUT; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, fan_waiter, &f), 0);
+	for (int r = 1; r <= ROUNDS; r++) {
+		atomic_store(&f.arrived, 0);
+		/* release: a waiter that sees the new round sees arrived == 0 and
+		 * the reset of `go` */
+		atomic_store_explicit(&f.round, r, memory_order_release);
+		sb_event_set(&f.go);
+		assert_int_equal(sb_auto_event_wait_blocking(&f.done, SB_TIMEOUT_INFINITE), 0);
+		sb_event_reset(&f.go);
+	}
+	atomic_store(&f.round, ROUNDS + 1);
+	for (int i = 0; i < FAN_OUT; i++)
+		pthread_join(t[i], NULL);
+	sb_watchdog_stop(&wd);
+	assert_int_equal(sb_event_destroy(&f.go), 0);
+	assert_int_equal(sb_auto_event_destroy(&f.done), 0);
+}
+
+/*
+ * Cross-thread set/reset racing new waits: whatever the interleaving, every
+ * wait is released by a set that follows its registration.
+ */
+typedef struct toggler {
+	sb_event event;
+	atomic_int stop;
+} toggler;
+
+static void *set_reset_loop(void *p)
+{
+	toggler *t = p;
+	while (!atomic_load(&t->stop)) {
+		sb_event_set(&t->event);
+		sb_event_reset(&t->event);
+	}
+	sb_event_set(&t->event); /* the last word: set */
+	return NULL;
+}
+
+static void waits_racing_set_and_reset_are_all_released(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 240, "event set/reset racing waits");
+	static toggler t = { SB_EVENT_INIT(0), 0 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, set_reset_loop, &t), 0);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	long pending = 0;
+	for (int i = 0; i < 100000; i++) {
+		sb_event_wait f;
+		sb_event_wait_init(&f, &t.event);
+		int wakes = atomic_load(&c.wakes);
+		if (sb_event_wait_poll(&f, &w) == SB_PENDING) {
+			pending++;
+			while (atomic_load(&c.wakes) == wakes)
+				sched_yield();
+			assert_int_equal(sb_event_wait_poll(&f, &w), 0);
+		}
+	}
+	atomic_store(&t.stop, 1);
+	pthread_join(th, NULL);
+	sb_watchdog_stop(&wd);
+	print_message("set/reset race: %ld of 100000 waits went pending\n", pending);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_true(sb_event_is_set(&t.event));
+	assert_int_equal(sb_event_destroy(&t.event), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(static_events_start_as_asked),
+		cmocka_unit_test(wait_on_a_set_event_is_ready_without_cloning),
+		cmocka_unit_test(set_releases_every_registered_wait),
+		cmocka_unit_test(a_released_wait_stays_ready_after_a_later_reset),
+		cmocka_unit_test(set_then_reset_before_the_first_poll_does_not_release_the_wait),
+		cmocka_unit_test(set_on_a_set_event_changes_nothing),
+		cmocka_unit_test(fan_out_releases_all_waits_registered_before_set_and_none_after),
+		cmocka_unit_test(set_releases_exactly_the_earlier_waits_even_if_a_waker_resets_and_waits_again),
+		cmocka_unit_test(cancel_of_a_manual_wait_leaves_the_others),
+		cmocka_unit_test(blocking_wait_times_out_on_an_unset_event),
+		cmocka_unit_test(auto_set_with_nobody_waiting_stores_one_signal_and_sets_coalesce),
+		cmocka_unit_test(auto_set_hands_the_signal_to_the_oldest_wait),
+		cmocka_unit_test(auto_wait_takes_a_stored_signal_on_first_poll),
+		cmocka_unit_test(cancelled_auto_wait_that_held_the_signal_passes_it_to_the_next),
+		cmocka_unit_test(cancelled_auto_wait_that_held_the_signal_stores_it_when_alone),
+		cmocka_unit_test(cancelled_auto_wait_without_the_signal_takes_nothing),
+		cmocka_unit_test(blocking_auto_wait_times_out_then_takes_a_signal),
+		cmocka_unit_test(fan_out_of_sixteen_waiters_across_threads_releases_all_each_round),
+		cmocka_unit_test(waits_racing_set_and_reset_are_all_released),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

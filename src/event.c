@@ -83,7 +83,6 @@ void sb_event_set(sb_event *e)
 
 void sb_event_wait_init(sb_event_wait *f, sb_event *e)
 {
-	sb_waiter_init(&f->waiter);
 	f->event = e;
 	f->status = SB_FUTURE_IDLE;
 }
@@ -222,7 +221,6 @@ void sb_auto_event_set(sb_auto_event *e)
 
 void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e)
 {
-	sb_waiter_init(&f->waiter);
 	f->event = e;
 	f->status = SB_FUTURE_IDLE;
 }

@@ -116,7 +116,6 @@ int sb_mutex_unlock(sb_mutex *m)
 
 void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 {
-	sb_waiter_init(&f->waiter);
 	f->mutex = m;
 	f->status = SB_FUTURE_IDLE;
 }

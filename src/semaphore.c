@@ -124,10 +124,21 @@ static void sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
 	if (!sb_waitq_is_empty(q))
 		return;
 	size_t state = sem_load(s);
-	/* release: a fast-path acquirer that takes these permits sees the
-	 * releaser's writes (ordered before us by the queue lock). */
-	while (!atomic_compare_exchange_weak_explicit(&s->state, &state,
-						      (state & ~SEM_WAITERS) + (n << SEM_SHIFT),
+	if (state & SEM_WAITERS) {
+		/*
+		 * While SEM_WAITERS is set, lock-free paths only read the word
+		 * (their CASes expect a value without the bit and fail), and
+		 * everything else holds the queue lock: nobody can change it
+		 * under us, so a plain store does.  release: a fast-path
+		 * acquirer taking these permits sees the releaser's writes.
+		 */
+		atomic_store_explicit(&s->state, (state & ~SEM_WAITERS) + (n << SEM_SHIFT),
+				      memory_order_release);
+		return;
+	}
+	/* A cancel emptied the queue before we got the lock; lock-free paths
+	 * may be changing the word.  release: as above. */
+	while (!atomic_compare_exchange_weak_explicit(&s->state, &state, state + (n << SEM_SHIFT),
 						      memory_order_release, memory_order_relaxed))
 		;
 }
@@ -194,7 +205,6 @@ void sb_semaphore_close(sb_semaphore *s)
 
 void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n)
 {
-	sb_waiter_init(&f->waiter);
 	f->sem = s;
 	f->permits = n;
 	f->status = SB_FUTURE_IDLE;

@@ -73,15 +73,6 @@ static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining
 	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
 }
 
-/* A node that is not queued (as a future's is before its first poll). */
-static inline void sb_waiter_init(sb_waiter *w)
-{
-	w->next = w->prev = NULL;
-	w->waker = SB_NO_WAKER;
-	/* relaxed: the node is not shared yet. */
-	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_relaxed);
-}
-
 static inline void sb_waitq_lock(sb_waitq *q)
 {
 	sb_lock_acquire(&q->lock);

@@ -1,0 +1,227 @@
+//! `peers`: the syncband benchmark scenarios on Tokio and async-lock /
+//! event-listener (and on Tokio's and async-executor's executors), printed
+//! in the same machine-readable lines as syncband's own benchmarks so that a
+//! driver can interleave the implementations batch by batch.
+//!
+//! ```text
+//! peers list                     supported pairs, one `<scenario> <impl>` a line
+//! peers unsupported              `UNSUPPORTED <scenario> <impl> <reason>` lines
+//! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+//! peers run-all [--quick]
+//! ```
+
+mod alloc_count;
+mod contention;
+mod executors;
+mod harness;
+mod one_slot;
+mod primitives;
+mod registry;
+
+use std::process::ExitCode;
+
+use harness::{Meter, Params};
+use registry::{Row, Support};
+
+#[global_allocator]
+static ALLOCATOR: alloc_count::CountingAllocator = alloc_count::CountingAllocator;
+
+/// Executor threads of the contention rows unless `--threads` says otherwise.
+const DEFAULT_THREADS: usize = 2;
+/// Permits of the contention semaphore (Tokio's contended sync_semaphore
+/// bench uses Semaphore(5)).
+const DEFAULT_PERMITS: usize = 5;
+
+const USAGE: &str = "\
+usage: peers list
+       peers unsupported
+       peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+       peers run-all [--quick]";
+
+/// Options of `run`.
+struct RunOptions {
+    batches: usize,
+    rounds: Option<u64>,
+    threads: Option<usize>,
+    permits: usize,
+}
+
+fn parse_number<T: std::str::FromStr>(flag: &str, value: Option<&String>) -> Result<T, String> {
+    let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
+    value
+        .parse::<T>()
+        .map_err(|_| format!("{flag}: not a valid number: {value}"))
+}
+
+fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
+    let mut opts = RunOptions {
+        batches: 1,
+        rounds: None,
+        threads: None,
+        permits: DEFAULT_PERMITS,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--batches" => opts.batches = parse_number(flag, it.next())?,
+            "--rounds" => opts.rounds = Some(parse_number(flag, it.next())?),
+            "--threads" => opts.threads = Some(parse_number(flag, it.next())?),
+            "--permits" => opts.permits = parse_number(flag, it.next())?,
+            other => return Err(format!("unknown option: {other}")),
+        }
+    }
+    if opts.batches == 0 || opts.rounds == Some(0) || opts.threads == Some(0) || opts.permits == 0 {
+        return Err("--batches, --rounds, --threads and --permits must be at least 1".into());
+    }
+    Ok(opts)
+}
+
+/// Formats a per-round allocation count with up to three decimals.
+fn format_allocs(per_round: f64) -> String {
+    let s = format!("{per_round:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let n = samples.len();
+    if n % 2 == 1 {
+        samples[n / 2]
+    } else {
+        (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+    }
+}
+
+/// One untimed warm-up batch (counting allocations), then `batches` timed
+/// batches; prints a BATCH line per batch and the RESULT line.
+fn run_pair(row: &Row, batch: harness::BatchFn, params: &Params, batches: usize) {
+    let name = row.name(params.threads);
+
+    alloc_count::set_counting(true);
+    let mut meter = Meter::default();
+    let units = batch(params, &mut meter);
+    alloc_count::set_counting(false);
+    let allocs_per_round = meter.allocations() as f64 / units as f64;
+
+    let mut samples = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        let mut meter = Meter::default();
+        let units = batch(params, &mut meter);
+        let ns = meter.elapsed().as_nanos() as f64 / units as f64;
+        println!("BATCH {name} {} {ns:.3}", row.imp);
+        samples.push(ns);
+    }
+    println!(
+        "RESULT {name} {} {:.3} allocs_per_round={}",
+        row.imp,
+        median(&mut samples),
+        format_allocs(allocs_per_round)
+    );
+}
+
+fn print_unsupported(row: &Row, threads: usize, why: &str) {
+    println!("UNSUPPORTED {} {} {why}", row.name(threads), row.imp);
+}
+
+fn cmd_list(rows: &[Row], want_supported: bool) -> Result<(), String> {
+    for row in rows {
+        match (&row.support, want_supported) {
+            (Support::Run(_), true) => println!("{} {}", row.name(DEFAULT_THREADS), row.imp),
+            (Support::Unsupported(why), false) => print_unsupported(row, DEFAULT_THREADS, why),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn cmd_run(rows: &[Row], args: &[String]) -> Result<(), String> {
+    let [scenario, imp, rest @ ..] = args else {
+        return Err("run needs <scenario> <impl>".into());
+    };
+    let opts = parse_run_options(rest)?;
+    let (row, named_threads) = rows
+        .iter()
+        .filter(|row| row.imp == imp)
+        .find_map(|row| row.matches(scenario).map(|threads| (row, threads)))
+        .ok_or_else(|| format!("unknown pair: {scenario} {imp} (see `peers list`)"))?;
+
+    let threads = match (named_threads, opts.threads) {
+        (Some(named), Some(flag)) if named != flag => {
+            return Err(format!(
+                "{scenario} names {named} threads but --threads says {flag}"
+            ))
+        }
+        (named, flag) => named.or(flag).unwrap_or(DEFAULT_THREADS),
+    };
+    if opts.threads.is_some() && !row.has_threads() {
+        return Err(format!(
+            "--threads applies only to contention rows, not {scenario}"
+        ));
+    }
+    let params = Params {
+        rounds: opts.rounds.unwrap_or(row.rounds),
+        threads,
+        permits: opts.permits,
+    };
+    match row.support {
+        Support::Run(batch) => run_pair(row, batch, &params, opts.batches),
+        Support::Unsupported(why) => print_unsupported(row, threads, why),
+    }
+    Ok(())
+}
+
+fn cmd_run_all(rows: &[Row], args: &[String]) -> Result<(), String> {
+    let quick = match args {
+        [] => false,
+        [flag] if flag == "--quick" => true,
+        _ => return Err("run-all takes only --quick".into()),
+    };
+    for row in rows {
+        match row.support {
+            Support::Run(batch) => {
+                // --quick: a hundredth of the rounds, at least one.
+                let rounds = if quick {
+                    (row.rounds / 100).max(1)
+                } else {
+                    row.rounds
+                };
+                let params = Params {
+                    rounds,
+                    threads: DEFAULT_THREADS,
+                    permits: DEFAULT_PERMITS,
+                };
+                run_pair(row, batch, &params, 1);
+            }
+            Support::Unsupported(why) => print_unsupported(row, DEFAULT_THREADS, why),
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rows = registry::rows();
+    let result = match args.split_first() {
+        Some((cmd, rest)) if cmd == "list" && rest.is_empty() => cmd_list(&rows, true),
+        Some((cmd, rest)) if cmd == "unsupported" && rest.is_empty() => cmd_list(&rows, false),
+        Some((cmd, rest)) if cmd == "run" => cmd_run(&rows, rest),
+        Some((cmd, rest)) if cmd == "run-all" => cmd_run_all(&rows, rest),
+        Some((cmd, _)) if cmd == "help" || cmd == "--help" || cmd == "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err("no such command".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("peers: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! Every (scenario, implementation) pair the harness knows, with its default
+//! rounds per batch, and the honest reason where a peer cannot express one.
+
+use crate::contention::{smol_mt, tokio_mt};
+use crate::executors::{async_exec, tokio_ct};
+use crate::harness::BatchFn;
+use crate::primitives::{async_lock_peer, event_listener_peer, std_baseline, tokio_peer};
+
+/// Placeholder for the thread count in a contention row's name.
+pub const THREADS_PLACEHOLDER: &str = "-N-threads";
+
+pub enum Support {
+    Run(BatchFn),
+    Unsupported(&'static str),
+}
+
+pub struct Row {
+    /// Scenario name as in BENCHMARKS.md; contention rows carry `-N-threads`.
+    pub scenario: &'static str,
+    pub imp: &'static str,
+    /// Rounds per batch by default (contention rows: operations per task).
+    pub rounds: u64,
+    pub support: Support,
+}
+
+impl Row {
+    /// Whether the name has a thread count (`contention/*-N-threads`).
+    pub fn has_threads(&self) -> bool {
+        self.scenario.ends_with(THREADS_PLACEHOLDER)
+    }
+
+    /// The scenario name with the thread count filled in.
+    pub fn name(&self, threads: usize) -> String {
+        match self.scenario.strip_suffix(THREADS_PLACEHOLDER) {
+            Some(stem) => format!("{stem}-{threads}-threads"),
+            None => self.scenario.to_string(),
+        }
+    }
+
+    /// Matches a scenario name given on the command line; for a contention
+    /// row, returns the thread count it names (`None` for a literal `N`,
+    /// which leaves the count to `--threads`).
+    pub fn matches(&self, scenario: &str) -> Option<Option<usize>> {
+        match self.scenario.strip_suffix(THREADS_PLACEHOLDER) {
+            None => (self.scenario == scenario).then_some(None),
+            Some(stem) => {
+                let n = scenario
+                    .strip_prefix(stem)?
+                    .strip_prefix('-')?
+                    .strip_suffix("-threads")?;
+                if n == "N" {
+                    return Some(None);
+                }
+                n.parse::<usize>().ok().filter(|&n| n > 0).map(Some)
+            }
+        }
+    }
+}
+
+const fn run(scenario: &'static str, imp: &'static str, rounds: u64, f: BatchFn) -> Row {
+    Row {
+        scenario,
+        imp,
+        rounds,
+        support: Support::Run(f),
+    }
+}
+
+const fn unsupported(
+    scenario: &'static str,
+    imp: &'static str,
+    rounds: u64,
+    why: &'static str,
+) -> Row {
+    Row {
+        scenario,
+        imp,
+        rounds,
+        support: Support::Unsupported(why),
+    }
+}
+
+const NO_ADD_PERMITS: &str =
+    "async-lock 2.6 Semaphore has no add_permits/release: a permit returns \
+     only when its guard drops, so a zero-permit semaphore can never be released into";
+
+/// Impl names.
+pub const TOKIO: &str = "tokio";
+pub const ASYNC_LOCK: &str = "async-lock";
+pub const EVENT_LISTENER: &str = "event-listener";
+pub const RUST_STD: &str = "rust-std";
+pub const TOKIO_CT: &str = "tokio-current-thread";
+pub const ASYNC_EXECUTOR: &str = "async-executor";
+
+pub fn rows() -> Vec<Row> {
+    vec![
+        // --- primitives, single thread, no-op waker -------------------------
+        run(
+            "semaphore/pending-handoff",
+            TOKIO,
+            3_000_000,
+            tokio_peer::semaphore_pending_handoff,
+        ),
+        unsupported(
+            "semaphore/pending-handoff",
+            ASYNC_LOCK,
+            3_000_000,
+            NO_ADD_PERMITS,
+        ),
+        run(
+            "semaphore/reused-handoff",
+            TOKIO,
+            3_000_000,
+            tokio_peer::semaphore_reused_handoff,
+        ),
+        unsupported(
+            "semaphore/reused-handoff",
+            ASYNC_LOCK,
+            3_000_000,
+            NO_ADD_PERMITS,
+        ),
+        run(
+            "semaphore/reused-handoff-guard-drop",
+            TOKIO,
+            3_000_000,
+            tokio_peer::semaphore_reused_handoff_guard_drop,
+        ),
+        run(
+            "semaphore/reused-handoff-guard-drop",
+            ASYNC_LOCK,
+            3_000_000,
+            async_lock_peer::semaphore_reused_handoff_guard_drop,
+        ),
+        run(
+            "semaphore/try-one-and-return",
+            TOKIO,
+            30_000_000,
+            tokio_peer::semaphore_try_one_and_return,
+        ),
+        run(
+            "semaphore/try-one-and-return",
+            ASYNC_LOCK,
+            30_000_000,
+            async_lock_peer::semaphore_try_one_and_return,
+        ),
+        run(
+            "mutex/uncontended-reuse",
+            TOKIO,
+            24_000_000,
+            tokio_peer::mutex_uncontended_reuse,
+        ),
+        run(
+            "mutex/uncontended-reuse",
+            ASYNC_LOCK,
+            24_000_000,
+            async_lock_peer::mutex_uncontended_reuse,
+        ),
+        run(
+            "mutex/four-queued-waiters",
+            TOKIO,
+            1_250_000,
+            tokio_peer::mutex_four_queued_waiters,
+        ),
+        run(
+            "mutex/four-queued-waiters",
+            ASYNC_LOCK,
+            1_250_000,
+            async_lock_peer::mutex_four_queued_waiters,
+        ),
+        run(
+            "notify/fresh-one-waiter",
+            TOKIO,
+            2_000_000,
+            tokio_peer::notify_fresh_one_waiter,
+        ),
+        run(
+            "notify/fresh-one-waiter",
+            EVENT_LISTENER,
+            2_000_000,
+            event_listener_peer::notify_fresh_one_waiter,
+        ),
+        run(
+            "notify/reused-one-waiter",
+            TOKIO,
+            2_000_000,
+            tokio_peer::notify_reused_one_waiter,
+        ),
+        run(
+            "notify/reused-one-waiter",
+            EVENT_LISTENER,
+            2_000_000,
+            event_listener_peer::notify_reused_one_waiter,
+        ),
+        run(
+            "event/fan-out-16",
+            TOKIO,
+            200_000,
+            tokio_peer::event_fan_out_16,
+        ),
+        run(
+            "event/fan-out-16",
+            EVENT_LISTENER,
+            200_000,
+            event_listener_peer::event_fan_out_16,
+        ),
+        unsupported(
+            "condvar/notify-one-waiter",
+            TOKIO,
+            2_000_000,
+            "Tokio 1.24 has no async condition variable; a Notify+Mutex construction would be \
+             our own algorithm, not Tokio's",
+        ),
+        unsupported(
+            "condvar/notify-one-waiter",
+            ASYNC_LOCK,
+            2_000_000,
+            "async-lock 2.6 and event-listener 2.5 have no condition variable",
+        ),
+        run(
+            "baseline/cas-acquire+store-release",
+            RUST_STD,
+            24_000_000,
+            std_baseline::cas_acquire_store_release,
+        ),
+        // --- executor rows, real wakers --------------------------------------
+        run("executor/create", TOKIO_CT, 100_000, tokio_ct::create),
+        run(
+            "executor/create",
+            ASYNC_EXECUTOR,
+            100_000,
+            async_exec::create,
+        ),
+        run(
+            "executor/spawn-one",
+            TOKIO_CT,
+            1_000_000,
+            tokio_ct::spawn_one,
+        ),
+        run(
+            "executor/spawn-one",
+            ASYNC_EXECUTOR,
+            1_000_000,
+            async_exec::spawn_one,
+        ),
+        run(
+            "executor/spawn-batch",
+            TOKIO_CT,
+            10_000,
+            tokio_ct::spawn_batch,
+        ),
+        run(
+            "executor/spawn-batch",
+            ASYNC_EXECUTOR,
+            10_000,
+            async_exec::spawn_batch,
+        ),
+        run(
+            "executor/spawn-many-local",
+            TOKIO_CT,
+            30,
+            tokio_ct::spawn_many_local,
+        ),
+        run(
+            "executor/spawn-many-local",
+            ASYNC_EXECUTOR,
+            30,
+            async_exec::spawn_many_local,
+        ),
+        run(
+            "executor/spawn-recursively",
+            TOKIO_CT,
+            10,
+            tokio_ct::spawn_recursively,
+        ),
+        run(
+            "executor/spawn-recursively",
+            ASYNC_EXECUTOR,
+            10,
+            async_exec::spawn_recursively,
+        ),
+        run("executor/yield-now", TOKIO_CT, 40, tokio_ct::yield_now_row),
+        run(
+            "executor/yield-now",
+            ASYNC_EXECUTOR,
+            40,
+            async_exec::yield_now_row,
+        ),
+        run("executor/channels", TOKIO_CT, 20, tokio_ct::channels),
+        run(
+            "executor/channels",
+            ASYNC_EXECUTOR,
+            20,
+            async_exec::channels,
+        ),
+        run(
+            "executor/queued-handoff",
+            TOKIO_CT,
+            300_000,
+            tokio_ct::queued_handoff,
+        ),
+        run(
+            "executor/queued-handoff",
+            ASYNC_EXECUTOR,
+            300_000,
+            async_exec::queued_handoff,
+        ),
+        run(
+            "notify/fan-out-10",
+            TOKIO_CT,
+            100_000,
+            tokio_ct::notify_fan_out::<10>,
+        ),
+        run(
+            "notify/fan-out-10",
+            ASYNC_EXECUTOR,
+            100_000,
+            async_exec::notify_fan_out::<10>,
+        ),
+        run(
+            "notify/fan-out-100",
+            TOKIO_CT,
+            10_000,
+            tokio_ct::notify_fan_out::<100>,
+        ),
+        run(
+            "notify/fan-out-100",
+            ASYNC_EXECUTOR,
+            10_000,
+            async_exec::notify_fan_out::<100>,
+        ),
+        run(
+            "notify/fan-out-500",
+            TOKIO_CT,
+            2_000,
+            tokio_ct::notify_fan_out::<500>,
+        ),
+        run(
+            "notify/fan-out-500",
+            ASYNC_EXECUTOR,
+            2_000,
+            async_exec::notify_fan_out::<500>,
+        ),
+        // --- contention rows, N threads ---------------------------------------
+        run("contention/mutex-N-threads", TOKIO, 10_000, tokio_mt::mutex),
+        run(
+            "contention/mutex-N-threads",
+            ASYNC_LOCK,
+            10_000,
+            smol_mt::mutex,
+        ),
+        run(
+            "contention/semaphore-N-threads",
+            TOKIO,
+            10_000,
+            tokio_mt::semaphore,
+        ),
+        run(
+            "contention/semaphore-N-threads",
+            ASYNC_LOCK,
+            10_000,
+            smol_mt::semaphore,
+        ),
+    ]
+}

@@ -11,6 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef SB_MODEL_CHECK
+/*
+ * The model-check build (tests/model) runs logical threads under its own
+ * scheduler: a futex wait blocks the logical thread until the word changes,
+ * and a wake has nothing to do.
+ */
+void sb_model_futex_wait(_Atomic uint32_t *word, uint32_t expected);
+#define sb_futex_wait(word, expected, rel) ((void)(rel), sb_model_futex_wait((word), (expected)))
+#define sb_futex_wake(word, count) ((void)(word), (void)(count))
+#else
 /*
  * Sleeps while *word == expected, at most `rel` (NULL: no limit).  Returns
  * for any reason (woken, value changed, signal, timeout): callers re-check.
@@ -30,5 +40,6 @@ static inline void sb_futex_wake(_Atomic uint32_t *word, int count)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
+#endif
 
 #endif

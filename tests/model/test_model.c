@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Systematic interleaving tests: the races that matter, each explored over
+ * every schedule with up to two preemptions (sched.c), then over random
+ * schedules.  Each scenario checks conservation (permits, notifications, the
+ * mutex) and that every registered waiter was woken or is rightly waiting.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include <syncband/syncband.h>
+
+#include "counting_waker.h"
+#include "sched.h"
+
+enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261130 };
+
+static int poll_sem(sb_semaphore_acquire *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_semaphore_acquire_poll(f, &w);
+}
+
+static int poll_lock(sb_mutex_lock *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_mutex_lock_poll(f, &w);
+}
+
+static int poll_cv(sb_condvar_wait *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_condvar_wait_poll(f, &w);
+}
+
+static int poll_event(sb_event_wait *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_event_wait_poll(f, &w);
+}
+
+static int poll_auto(sb_auto_event_wait *f, counting_waker *c)
+{
+	sb_waker w = counting_waker_ref(c);
+	return sb_auto_event_wait_poll(f, &w);
+}
+
+/* ---------------------------------------------------------------- semaphore */
+
+typedef struct sem_ctx {
+	sb_semaphore sem;
+	sb_semaphore_acquire f[3];
+	counting_waker w[3];
+	int r[3];
+} sem_ctx;
+
+static void sem_setup_empty(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_init(&c->sem, 0);
+	for (int i = 0; i < 3; i++)
+		counting_waker_init(&c->w[i]);
+}
+
+/* A future the model says was granted: woken exactly once, ready on re-poll. */
+static void expect_woken_and_ready(sb_semaphore_acquire *f, counting_waker *w)
+{
+	MODEL_CHECK(atomic_load(&w->wakes) == 1);
+	MODEL_CHECK(poll_sem(f, w) == 0);
+}
+
+/* release(1) racing the first registration of acquire(1). */
+static void sem1_t0(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 1);
+	c->r[0] = poll_sem(&c->f[0], &c->w[0]);
+}
+static void sem1_t1(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void sem1_check(void *p)
+{
+	sem_ctx *c = p;
+	if (c->r[0] == SB_PENDING)
+		expect_woken_and_ready(&c->f[0], &c->w[0]);
+	else
+		MODEL_CHECK(c->r[0] == 0 && atomic_load(&c->w[0].clones) == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* cancel of a partly granted head racing a release and a try_acquire. */
+static void sem2_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_init(&c->sem, 1);
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 3);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING); /* holds 1 of 3 */
+	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
+	MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == SB_PENDING);
+}
+static void sem2_t0(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_acquire_cancel(&c->f[0]);
+}
+static void sem2_t1(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void sem2_t2(void *p)
+{
+	sem_ctx *c = p;
+	c->r[2] = sb_semaphore_try_acquire(&c->sem, 1);
+}
+static void sem2_check(void *p)
+{
+	sem_ctx *c = p;
+	expect_woken_and_ready(&c->f[1], &c->w[1]);
+	size_t held = 1 + (c->r[2] == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) + held == 2);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* cancel racing a release that grants the head fully. */
+static void sem3_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 2);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING);
+	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
+	MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == SB_PENDING);
+}
+static void sem3_t1(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 2) == 0);
+}
+static void sem3_check(void *p)
+{
+	sem_ctx *c = p;
+	expect_woken_and_ready(&c->f[1], &c->w[1]);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 1);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* close racing a release and a new acquire behind a partly granted head. */
+static void sem4_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 2);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING);
+}
+static void sem4_t0(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_close(&c->sem);
+}
+static void sem4_t2(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
+	c->r[1] = poll_sem(&c->f[1], &c->w[1]);
+}
+static void sem4_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == -ESHUTDOWN);
+	if (c->r[1] == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+		MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == -ESHUTDOWN);
+	} else {
+		MODEL_CHECK(c->r[1] == -ESHUTDOWN);
+	}
+	/* the one released permit is back in the counter, nobody holds it */
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 1);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* two releases racing the cancel of the head of a multi-permit queue. */
+static void sem5_t0(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void sem5_t1(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 2) == 0);
+}
+static void sem5_check(void *p)
+{
+	sem_ctx *c = p;
+	expect_woken_and_ready(&c->f[1], &c->w[1]);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 2);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* -------------------------------------------------------------------- mutex */
+
+typedef struct mutex_ctx {
+	sb_mutex m;
+	sb_mutex_lock f[2];
+	counting_waker w[2];
+	int r[2];
+} mutex_ctx;
+
+static void mutex_setup_locked(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_init(&c->m);
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	counting_waker_init(&c->w[0]);
+	counting_waker_init(&c->w[1]);
+}
+
+/* unlock's "no waiters" fast path racing the first waiter. */
+static void mtx1_t0(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_init(&c->f[0], &c->m);
+	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+}
+static void mtx1_t1(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void mtx1_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[0] == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	} else {
+		MODEL_CHECK(c->r[0] == 0);
+	}
+	MODEL_CHECK(sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/* cancel of the head racing the unlock that hands it the mutex. */
+static void mtx2_setup(void *p)
+{
+	mutex_ctx *c = p;
+	mutex_setup_locked(p);
+	for (int i = 0; i < 2; i++) {
+		sb_mutex_lock_init(&c->f[i], &c->m);
+		MODEL_CHECK(poll_lock(&c->f[i], &c->w[i]) == SB_PENDING);
+	}
+}
+static void mtx2_t0(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_cancel(&c->f[0]);
+}
+static void mtx2_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* ------------------------------------------------------------------ condvar */
+
+typedef struct cv_ctx {
+	sb_mutex m;
+	sb_condvar cv;
+	sb_condvar_wait f[2];
+	counting_waker w[2];
+	int notified;
+} cv_ctx;
+
+static void cv_setup_two_waits(void *p)
+{
+	cv_ctx *c = p;
+	sb_mutex_init(&c->m);
+	sb_condvar_init(&c->cv);
+	for (int i = 0; i < 2; i++) {
+		counting_waker_init(&c->w[i]);
+		MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+		sb_condvar_wait_init(&c->f[i], &c->cv, &c->m);
+		MODEL_CHECK(poll_cv(&c->f[i], &c->w[i]) == SB_PENDING);
+	}
+}
+
+/* notify_one racing the cancel of the waiter it may choose. */
+static void cv1_t0(void *p)
+{
+	cv_ctx *c = p;
+	sb_condvar_notify_one(&c->cv);
+}
+static void cv1_t1(void *p)
+{
+	cv_ctx *c = p;
+	sb_condvar_wait_cancel(&c->f[0]);
+}
+static void cv1_check(void *p)
+{
+	cv_ctx *c = p;
+	/* the one notification reaches the survivor, whoever won the race */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_cv(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_condvar_destroy(&c->cv) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* a wait giving up the mutex racing a notifier that takes it. */
+static void cv2_setup(void *p)
+{
+	cv_ctx *c = p;
+	sb_mutex_init(&c->m);
+	sb_condvar_init(&c->cv);
+	counting_waker_init(&c->w[0]);
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	sb_condvar_wait_init(&c->f[0], &c->cv, &c->m);
+}
+static void cv2_t0(void *p)
+{
+	cv_ctx *c = p;
+	MODEL_CHECK(poll_cv(&c->f[0], &c->w[0]) == SB_PENDING);
+}
+static void cv2_t1(void *p)
+{
+	cv_ctx *c = p;
+	if (sb_mutex_try_lock(&c->m) != 0)
+		return; /* the waiter still holds it: nothing to notify about */
+	c->notified = 1;
+	sb_condvar_notify_one(&c->cv);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void cv2_check(void *p)
+{
+	cv_ctx *c = p;
+	if (c->notified) { /* notified under the mutex after the wait gave it up */
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+		MODEL_CHECK(poll_cv(&c->f[0], &c->w[0]) == 0);
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	} else {
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 0);
+		sb_condvar_wait_cancel(&c->f[0]);
+	}
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_condvar_destroy(&c->cv) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/* ------------------------------------------------------------------- events */
+
+typedef struct event_ctx {
+	sb_event e;
+	sb_auto_event a;
+	sb_event_wait f[2];
+	sb_auto_event_wait g[2];
+	counting_waker w[2];
+	int r1;
+	int r2;
+} event_ctx;
+
+/* set racing reset and a new wait's first poll. */
+static void ev1_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_event_init(&c->e, false);
+	counting_waker_init(&c->w[0]);
+	counting_waker_init(&c->w[1]);
+	sb_event_wait_init(&c->f[0], &c->e);
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == SB_PENDING);
+	sb_event_wait_init(&c->f[1], &c->e);
+}
+static void ev1_t0(void *p)
+{
+	event_ctx *c = p;
+	sb_event_set(&c->e);
+}
+static void ev1_t1(void *p)
+{
+	event_ctx *c = p;
+	sb_event_reset(&c->e);
+}
+static void ev1_t2(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_event(&c->f[1], &c->w[1]);
+}
+static void ev1_check(void *p)
+{
+	event_ctx *c = p;
+	/* registered before set(): released, and stays released after reset() */
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
+	if (c->r1 == SB_PENDING) {
+		if (atomic_load(&c->w[1].wakes) == 1) {
+			MODEL_CHECK(poll_event(&c->f[1], &c->w[1]) == 0);
+		} else {
+			/* registered after set(), so a reset() came between them */
+			MODEL_CHECK(!sb_event_is_set(&c->e));
+			sb_event_wait_cancel(&c->f[1]);
+		}
+	} else {
+		MODEL_CHECK(c->r1 == 0);
+	}
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* auto-reset set racing the cancel of the wait it hands the signal to. */
+static void ae1_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_init(&c->a, false);
+	for (int i = 0; i < 2; i++) {
+		counting_waker_init(&c->w[i]);
+		sb_auto_event_wait_init(&c->g[i], &c->a);
+		MODEL_CHECK(poll_auto(&c->g[i], &c->w[i]) == SB_PENDING);
+	}
+}
+static void ae1_t0(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_set(&c->a);
+}
+static void ae1_t1(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_wait_cancel(&c->g[0]);
+}
+static void ae1_check(void *p)
+{
+	event_ctx *c = p;
+	/* exactly one signal, and it reached the survivor */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_auto(&c->g[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_auto_event_try_wait(&c->a) == -EAGAIN);
+	MODEL_CHECK(sb_auto_event_destroy(&c->a) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* auto-reset set racing a first poll and a try_wait: one signal, one taker. */
+static void ae2_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_init(&c->a, false);
+	counting_waker_init(&c->w[0]);
+	sb_auto_event_wait_init(&c->g[0], &c->a);
+}
+static void ae2_t1(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_auto(&c->g[0], &c->w[0]);
+}
+static void ae2_t2(void *p)
+{
+	event_ctx *c = p;
+	c->r2 = sb_auto_event_try_wait(&c->a);
+}
+static void ae2_check(void *p)
+{
+	event_ctx *c = p;
+	int waited = c->r1 == 0 || (c->r1 == SB_PENDING && atomic_load(&c->w[0].wakes) == 1);
+	int tried = c->r2 == 0;
+	MODEL_CHECK(waited + tried == 1);
+	if (c->r1 == SB_PENDING && !waited)
+		sb_auto_event_wait_cancel(&c->g[0]);
+	else if (c->r1 == SB_PENDING)
+		MODEL_CHECK(poll_auto(&c->g[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_auto_event_try_wait(&c->a) == -EAGAIN);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/* ---------------------------------------------------------------- scenarios */
+
+static const sb_model_scenario scenarios[] = {
+	{ "semaphore: release racing a first registration", 2, sizeof(sem_ctx),
+	  sem_setup_empty, { sem1_t0, sem1_t1 }, sem1_check },
+	{ "semaphore: cancel of a partial grant racing release and try_acquire", 3,
+	  sizeof(sem_ctx), sem2_setup, { sem2_t0, sem2_t1, sem2_t2 }, sem2_check },
+	{ "semaphore: cancel racing a full grant", 2, sizeof(sem_ctx), sem3_setup,
+	  { sem2_t0, sem3_t1 }, sem3_check },
+	{ "semaphore: close racing release and acquire", 3, sizeof(sem_ctx), sem4_setup,
+	  { sem4_t0, sem2_t1, sem4_t2 }, sem4_check },
+	{ "semaphore: two releases racing cancel of the head", 3, sizeof(sem_ctx), sem3_setup,
+	  { sem5_t0, sem5_t1, sem2_t0 }, sem5_check },
+	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
+	  { mtx1_t0, mtx1_t1 }, mtx1_check },
+	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,
+	  { mtx2_t0, mtx1_t1 }, mtx2_check },
+	{ "condvar: notify_one racing cancel", 2, sizeof(cv_ctx), cv_setup_two_waits,
+	  { cv1_t0, cv1_t1 }, cv1_check },
+	{ "condvar: wait giving up the mutex racing a notifier", 2, sizeof(cv_ctx), cv2_setup,
+	  { cv2_t0, cv2_t1 }, cv2_check },
+	{ "event: set racing reset and a new wait", 3, sizeof(event_ctx), ev1_setup,
+	  { ev1_t0, ev1_t1, ev1_t2 }, ev1_check },
+	{ "auto event: set racing cancel of the chosen wait", 2, sizeof(event_ctx), ae1_setup,
+	  { ae1_t0, ae1_t1 }, ae1_check },
+	{ "auto event: set racing a first poll and try_wait", 3, sizeof(event_ctx), ae2_setup,
+	  { ae1_t0, ae2_t1, ae2_t2 }, ae2_check },
+};
+
+static void every_scenario_holds_over_all_schedules_with_two_preemptions(void **state)
+{
+	(void)state;
+	long total = 0;
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		sb_model_result r = sb_model_explore(&scenarios[i], PREEMPTIONS, LIMIT);
+		printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n", scenarios[i].name,
+		       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
+		assert_true(r.complete);
+		assert_true(r.executions > 1);
+		total += r.executions;
+	}
+	printf("explored %ld schedules in all\n", total);
+}
+
+static void every_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
+		assert_int_equal(r.executions, RANDOM_RUNS);
+	}
+	printf("random: %d schedules per scenario from seed %d\n", RANDOM_RUNS, SEED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_scenario_holds_over_all_schedules_with_two_preemptions),
+		cmocka_unit_test(every_scenario_holds_over_random_schedules),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

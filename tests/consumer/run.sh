@@ -23,6 +23,11 @@ if ldd "$work/cmake/consumer_static" | grep -q libsyncband; then
 	exit 1
 fi
 "$work/cmake/consumer_static"
+if [ -x "$work/cmake/consumer_uring" ]; then
+	LD_LIBRARY_PATH=$(dirname "$(find "$prefix" -name 'libsyncband.so' | head -n 1)") \
+		"$work/cmake/consumer_uring"
+	"$work/cmake/consumer_uring_static"
+fi
 
 pcdir=$(dirname "$(find "$prefix" -name syncband.pc | head -n 1)")
 export PKG_CONFIG_PATH=$pcdir
@@ -33,4 +38,14 @@ LD_LIBRARY_PATH=$(pkg-config --variable=libdir syncband) "$work/pc_shared"
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror -static -o "$work/pc_static" "$here/main.c" $(pkg-config --static --cflags --libs syncband)
 "$work/pc_static"
-echo "install-tree consumer: cmake shared+static, pkg-config shared+static: ok"
+if [ -f "$pcdir/syncband-uring.pc" ]; then
+	# shellcheck disable=SC2046
+	$cc -std=c11 -Wall -Werror -o "$work/pc_uring" "$here/main_uring.c" \
+		$(pkg-config --cflags --libs syncband-uring)
+	LD_LIBRARY_PATH=$(pkg-config --variable=libdir syncband) "$work/pc_uring"
+	# shellcheck disable=SC2046
+	$cc -std=c11 -Wall -Werror -static -o "$work/pc_uring_static" "$here/main_uring.c" \
+		$(pkg-config --static --cflags --libs syncband-uring)
+	"$work/pc_uring_static"
+fi
+echo "install-tree consumer: cmake shared+static, pkg-config shared+static (core and uring): ok"

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tasks: the state word, the task waker, spawn, and the join future.
+ * See internal.h for the bit layout and the reference rules.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static sb_waker task_clone(const void *data);
+static void task_wake(const void *data);
+static void task_wake_by_ref(const void *data);
+static void task_drop(const void *data);
+
+const sb_waker_vtable sb__task_waker_vtable = {
+	.clone = task_clone,
+	.wake = task_wake,
+	.wake_by_ref = task_wake_by_ref,
+	.drop = task_drop,
+};
+
+void sb_task_init(sb_task *t, sb_task_poll_fn poll, sb_task_cancel_fn cancel,
+		  sb_task_release_fn release)
+{
+	/* relaxed: init is not concurrent with any use of the task (it is unreferenced). */
+	atomic_store_explicit(&t->state, 0, memory_order_relaxed);
+	t->poll = poll;
+	t->cancel = cancel;
+	t->release = release;
+	t->exec = NULL;
+	t->owner = NULL;
+	t->next = NULL;
+	t->live_prev = NULL;
+	t->live_next = NULL;
+	t->join_waker = (sb_waker){ NULL, NULL };
+	t->result = SB_PENDING;
+	t->linked = 0;
+}
+
+bool sb_task_is_released(const sb_task *t)
+{
+	/* acquire: pairs with the acq_rel decrement that dropped the last reference. */
+	return task_refs(atomic_load_explicit(&t->state, memory_order_acquire)) == 0;
+}
+
+void sb__task_unref(sb_task *t, uint64_t n)
+{
+	/* Read while we still hold a reference: once ours is gone the task may be freed. */
+	sb_task_release_fn release = t->release;
+	/* acq_rel: release orders our uses of the task before the last drop; the
+	 * last dropper's acquire then sees every other holder's uses before it
+	 * calls release (as Arc::drop). */
+	uint64_t old = atomic_fetch_sub_explicit(&t->state, n * T_REF_ONE, memory_order_acq_rel);
+	assert(task_refs(old) >= n);
+	if (task_refs(old) == n && release)
+		release(t);
+}
+
+static sb_waker task_clone(const void *data)
+{
+	sb_task *t = (sb_task *)(uintptr_t)data;
+	/* relaxed: the caller holds a reference, so the count cannot reach zero
+	 * meanwhile; a new reference needs no ordering of its own. */
+	atomic_fetch_add_explicit(&t->state, T_REF_ONE, memory_order_relaxed);
+	return (sb_waker){ &sb__task_waker_vtable, t };
+}
+
+static void task_drop(const void *data)
+{
+	sb__task_unref((sb_task *)(uintptr_t)data, 1);
+}
+
+/*
+ * The wake: an idle task becomes SCHEDULED and goes onto a queue; a running
+ * task is marked NOTIFIED (the owner requeues it after the poll); a queued,
+ * notified or finished task needs nothing.  `consume`: the caller's reference
+ * goes with the call (wake) rather than staying (wake_by_ref).
+ */
+static void task_schedule(sb_task *t, bool consume)
+{
+	/* relaxed: a first guess for the CAS below. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	uint64_t n;
+	for (;;) {
+		if (s & (T_DONE | T_SCHEDULED | T_NOTIFIED)) {
+			if (consume)
+				sb__task_unref(t, 1);
+			return;
+		}
+		if (s & T_RUNNING) {
+			n = s | T_NOTIFIED;
+			if (consume)
+				n -= T_REF_ONE; /* the poll's reference keeps it alive */
+		} else {
+			n = s | T_SCHEDULED;
+			if (!consume)
+				n += T_REF_ONE; /* the queue's reference */
+		}
+		/* acq_rel: release so that what the waker did before waking
+		 * happens-before the next poll (the owner acquires this word when it
+		 * pops the task or ends the running poll); acquire so that our write
+		 * of t->next (push) comes after the owner's last use of it.
+		 * relaxed on failure: we retry with the fresh value. */
+		if (atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acq_rel,
+							  memory_order_relaxed))
+			break;
+	}
+	if (s & T_RUNNING)
+		return; /* NOTIFIED: the owner requeues it after the poll */
+	sb_executor *ex = t->exec;
+	if (t->owner == (const void *)&sb__exec_thread_tag)
+		sb__exec_push_local(ex, t);
+	else
+		sb__exec_push_remote(ex, t);
+}
+
+static void task_wake(const void *data)
+{
+	task_schedule((sb_task *)(uintptr_t)data, true);
+}
+
+static void task_wake_by_ref(const void *data)
+{
+	task_schedule((sb_task *)(uintptr_t)data, false);
+}
+
+/*
+ * Finishes a task the owner holds as RUNNING (with the poll's reference):
+ * leaves the list of unfinished tasks, takes the join waker, publishes the
+ * result with T_DONE while dropping the poll's and the list's references
+ * (the last touch of the task), then wakes the joiner.
+ */
+static void task_complete(sb_executor *ex, sb_task *t, int result, uint64_t extra)
+{
+	t->result = result;
+	sb__exec_live_unlink(ex->impl, t);
+	sb_task_release_fn release = t->release;
+
+	/* relaxed: a first guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	uint64_t n;
+	do {
+		n = (s & ~T_JOIN_WAKER) | T_COMPLETING;
+		/* acquire: sees the join_waker the joiner wrote before its release
+		 * CAS that set T_JOIN_WAKER.  relaxed on failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
+							memory_order_relaxed));
+	sb_waker join_waker = { NULL, NULL };
+	if (s & T_JOIN_WAKER)
+		join_waker = t->join_waker;
+
+	s = n;
+	do {
+		n = ((s & ~(T_RUNNING | T_NOTIFIED | T_COMPLETING)) | T_DONE | extra) - 2 * T_REF_ONE;
+		/* acq_rel: release publishes `result` (and every use of the task) to
+		 * joiners, who load T_DONE with acquire, and to the last dropper;
+		 * acquire, should this drop be the last, sees the other holders'
+		 * uses before release() runs.  relaxed on failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acq_rel,
+							memory_order_relaxed));
+	if (task_refs(n) == 0 && release)
+		release(t);
+	if (join_waker.vtable)
+		sb_waker_wake(join_waker);
+}
+
+void sb__task_run(sb_executor *ex, sb_task *t)
+{
+	/* relaxed: a first guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	uint64_t n;
+	do {
+		assert((s & T_SCHEDULED) && !(s & (T_DONE | T_RUNNING)));
+		n = (s & ~T_SCHEDULED) | T_RUNNING; /* the queue's reference is now the poll's */
+		/* acquire: the waker's release CAS (and the spawner's writes) happen-before
+		 * the poll.  relaxed on failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
+							memory_order_relaxed));
+	if (!t->linked)
+		sb__exec_live_link(ex->impl, t);
+
+	sb_waker w = { &sb__task_waker_vtable, t };
+	int r = t->poll(t, &w);
+	if (r <= 0) {
+		task_complete(ex, t, r, 0);
+		return;
+	}
+	s = n;
+	do {
+		if (s & T_NOTIFIED)
+			n = (s & ~(T_RUNNING | T_NOTIFIED)) | T_SCHEDULED; /* reference -> queue */
+		else
+			n = (s & ~T_RUNNING) - T_REF_ONE; /* the list's reference remains */
+		/* acq_rel: acquire pairs with the release of a wake that set NOTIFIED;
+		 * release orders this poll (and our uses of t->next) before a remote
+		 * waker that next finds the task idle and pushes it.  relaxed on
+		 * failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acq_rel,
+							memory_order_relaxed));
+	if (n & T_SCHEDULED)
+		sb__exec_push_local(ex, t);
+}
+
+/*
+ * Cancels an unfinished task during destroy: `queued` when we popped it from
+ * a queue (we hold the queue's reference).  A task found SCHEDULED outside
+ * our queues is on its way to the inbox: returns false and leaves it.
+ */
+bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued)
+{
+	/* relaxed: a first guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	uint64_t n;
+	do {
+		assert(!(s & (T_DONE | T_RUNNING)));
+		if (!queued && (s & T_SCHEDULED))
+			return false;
+		n = (s & ~T_SCHEDULED) | T_RUNNING;
+		if (!queued)
+			n += T_REF_ONE; /* the cancelling "poll" holds a reference */
+		/* acquire: as for a poll.  relaxed on failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
+							memory_order_relaxed));
+	if (!t->linked)
+		sb__exec_live_link(ex->impl, t);
+	if (t->cancel)
+		t->cancel(t);
+	task_complete(ex, t, -ECANCELED, T_CANCELLED);
+	return true;
+}
+
+int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
+{
+	if (!t->poll)
+		return -EINVAL;
+	uint64_t initial = T_SCHEDULED | (join ? 3 : 2) * T_REF_ONE; /* list, queue, join */
+	/* relaxed: a first guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	do {
+		if (task_refs(s) != 0)
+			return -EBUSY;
+		/* acquire: the drop of the previous last reference (acq_rel) happens-before
+		 * we reuse the task.  relaxed on failure: retry. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, initial, memory_order_acquire,
+							memory_order_relaxed));
+	t->exec = ex;
+	t->owner = ex->owner;
+	t->next = NULL;
+	t->live_prev = NULL;
+	t->live_next = NULL;
+	t->join_waker = (sb_waker){ NULL, NULL };
+	t->result = SB_PENDING;
+	t->linked = 0;
+
+	int rc = 0;
+	if (exec_is_owner(ex)) {
+		/* relaxed: only the owner thread writes LIVE and STOPPING. */
+		uint32_t f = atomic_load_explicit(&ex->flags, memory_order_relaxed);
+		if (!(f & EX_LIVE) || (f & EX_STOPPING)) {
+			rc = -ESHUTDOWN;
+		} else {
+			sb__exec_live_link(ex->impl, t);
+			sb__exec_push_local(ex, t);
+		}
+	} else {
+		/* seq_cst (both): a Dekker pair with destroy, which sets STOPPING and
+		 * then reads refs; either we see STOPPING or destroy waits for us. */
+		atomic_fetch_add_explicit(&ex->refs, 1, memory_order_seq_cst);
+		uint32_t f = atomic_load_explicit(&ex->flags, memory_order_seq_cst);
+		if (!(f & EX_LIVE) || (f & EX_STOPPING)) {
+			/* release: our reads of ex come before destroy sees refs drop. */
+			atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_release);
+			rc = -ESHUTDOWN;
+		} else {
+			sb__exec_push_remote_held(ex, t);
+		}
+	}
+	if (rc) {
+		/* release: our writes to the task come before a later spawn's acquire. */
+		atomic_store_explicit(&t->state, 0, memory_order_release);
+		return rc;
+	}
+	if (join) {
+		join->task = t;
+		join->status = SB_PENDING;
+	}
+	return 0;
+}
+
+int sb_join_poll(sb_join *j, const sb_waker *w)
+{
+	sb_task *t = j->task;
+	if (!t)
+		return j->status;
+	/* acquire: when T_DONE is set, the completer's release makes result visible. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (s & T_DONE)
+		goto done;
+	if (s & T_JOIN_WAKER) {
+		/* Reading the field while the flag is set is a read shared with the
+		 * completer; nobody writes it until the flag is clear. */
+		if (sb_waker_will_wake(&t->join_waker, w))
+			return SB_PENDING;
+		do {
+			if (s & (T_DONE | T_COMPLETING))
+				goto finishing;
+			/* acquire (both): on failure we may find T_DONE and read result.
+			 * Success takes the field back; our own earlier write needs no
+			 * ordering. */
+		} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, s & ~T_JOIN_WAKER,
+								memory_order_acquire,
+								memory_order_acquire));
+		sb_waker_drop(t->join_waker);
+	} else if (s & T_COMPLETING) {
+		goto finishing;
+	}
+	t->join_waker = sb_waker_clone(w);
+	do {
+		if (s & (T_DONE | T_COMPLETING)) {
+			sb_waker_drop(t->join_waker);
+			goto finishing;
+		}
+		/* release: the completer's acquire CAS that clears T_JOIN_WAKER sees
+		 * the join_waker written above.  acquire on failure: we may find
+		 * T_DONE and read result. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, s | T_JOIN_WAKER,
+							memory_order_release, memory_order_acquire));
+	return SB_PENDING;
+finishing:
+	if (s & T_DONE)
+		goto done;
+	/* The owner is between its two completion steps (a few instructions,
+	 * no waiting): poll again soon rather than miss the end. */
+	sb_waker_wake_by_ref(w);
+	return SB_PENDING;
+done:
+	j->status = t->result;
+	j->task = NULL;
+	sb__task_unref(t, 1);
+	return j->status;
+}
+
+void sb_join_cancel(sb_join *j)
+{
+	sb_task *t = j->task;
+	if (!t)
+		return;
+	/* relaxed: a first guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	for (;;) {
+		if (s & (T_DONE | T_COMPLETING))
+			break; /* the completer took (and wakes) a registered join waker */
+		/* relaxed: we only take back the field we wrote ourselves. */
+		if (atomic_compare_exchange_weak_explicit(&t->state, &s, s & ~T_JOIN_WAKER,
+							  memory_order_relaxed,
+							  memory_order_relaxed)) {
+			if (s & T_JOIN_WAKER)
+				sb_waker_drop(t->join_waker);
+			break;
+		}
+	}
+	j->task = NULL;
+	j->status = -ECANCELED;
+	sb__task_unref(t, 1);
+}
+
+/*
+ * The blocking join: a waker that unparks this thread through a futex.  The
+ * waiter returns only after the wake has stored the flag, and FUTEX_WAKE
+ * never dereferences its address, so the parker may live on the stack.
+ */
+typedef struct parker {
+	SB_ATOMIC(uint32_t) flag;
+} parker;
+
+static sb_waker parker_clone(const void *data);
+static void parker_wake(const void *data)
+{
+	parker *p = (parker *)(uintptr_t)data;
+	/* release: the waker's prior writes happen-before the waiter's acquire. */
+	atomic_store_explicit(&p->flag, 1, memory_order_release);
+	syscall(SYS_futex, &p->flag, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+static void parker_drop(const void *data)
+{
+	(void)data;
+}
+static const sb_waker_vtable parker_vtable = {
+	.clone = parker_clone,
+	.wake = parker_wake,
+	.wake_by_ref = parker_wake,
+	.drop = parker_drop,
+};
+static sb_waker parker_clone(const void *data)
+{
+	return (sb_waker){ &parker_vtable, data };
+}
+
+int sb_join_wait(sb_join *j)
+{
+	/* t->owner, not t->exec: the executor may be gone once the task is done. */
+	if (j->task && j->task->owner == (const void *)&sb__exec_thread_tag)
+		return -EDEADLK;
+	parker p;
+	/* atomic_init: the parker is not shared until the poll below. */
+	atomic_init(&p.flag, 0);
+	sb_waker w = { &parker_vtable, &p };
+	for (;;) {
+		int r = sb_join_poll(j, &w);
+		if (r != SB_PENDING)
+			return r;
+		/* acquire: pairs with parker_wake's release store. */
+		while (atomic_load_explicit(&p.flag, memory_order_acquire) == 0)
+			syscall(SYS_futex, &p.flag, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		/* relaxed: only this thread reads it until the next registration. */
+		atomic_store_explicit(&p.flag, 0, memory_order_relaxed);
+	}
+}

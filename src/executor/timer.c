@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Time: sleep futures (the per-executor timer list) and the timeout
+ * combinator.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "internal.h"
+
+#include <errno.h>
+#include <time.h>
+
+uint64_t sb_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * SB_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void timer_insert(struct sb_executor_impl *impl, sb_sleep *s)
+{
+	/* From the tail: timers of one duration arrive in deadline order. */
+	sb_sleep *p = impl->t_tail;
+	while (p && p->deadline > s->deadline)
+		p = p->prev;
+	s->prev = p;
+	s->next = p ? p->next : impl->t_head;
+	if (s->next)
+		s->next->prev = s;
+	else
+		impl->t_tail = s;
+	if (p)
+		p->next = s;
+	else
+		impl->t_head = s;
+}
+
+static void timer_unlink(struct sb_executor_impl *impl, sb_sleep *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		impl->t_head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		impl->t_tail = s->prev;
+	s->prev = s->next = NULL;
+}
+
+void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now)
+{
+	sb_sleep *s;
+	while ((s = impl->t_head) && s->deadline <= now) {
+		timer_unlink(impl, s);
+		s->state = SLEEP_FIRED;
+		sb_waker w = s->waker;
+		s->waker = (sb_waker){ NULL, NULL };
+		sb_waker_wake(w);
+	}
+}
+
+void sb__timers_detach_all(struct sb_executor_impl *impl)
+{
+	sb_sleep *s;
+	while ((s = impl->t_head)) {
+		timer_unlink(impl, s);
+		s->state = SLEEP_FIRED;
+		sb_waker w = s->waker;
+		s->waker = (sb_waker){ NULL, NULL };
+		sb_waker_drop(w);
+	}
+}
+
+void sb_sleep_until_init(sb_sleep *s, uint64_t deadline_ns)
+{
+	s->prev = s->next = NULL;
+	s->deadline = deadline_ns;
+	s->waker = (sb_waker){ NULL, NULL };
+	s->exec = NULL;
+	s->state = SLEEP_IDLE;
+}
+
+void sb_sleep_init(sb_sleep *s, uint64_t ns)
+{
+	uint64_t now = sb_now_ns();
+	sb_sleep_until_init(s, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
+}
+
+int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
+{
+	if (s->state == SLEEP_DONE)
+		return 0;
+	if (s->state == SLEEP_FIRED) {
+		s->state = SLEEP_DONE;
+		return 0;
+	}
+	sb_executor *ex = sb__exec_current;
+	if (s->state == SLEEP_LINKED && s->exec != ex)
+		return -EXDEV;
+	if (sb_now_ns() >= s->deadline) {
+		if (s->state == SLEEP_LINKED) {
+			timer_unlink(ex->impl, s);
+			sb_waker_drop(s->waker);
+			s->waker = (sb_waker){ NULL, NULL };
+		}
+		s->state = SLEEP_DONE;
+		return 0;
+	}
+	if (s->state == SLEEP_LINKED) {
+		if (!sb_waker_will_wake(&s->waker, w)) {
+			sb_waker nw = sb_waker_clone(w);
+			sb_waker_drop(s->waker);
+			s->waker = nw;
+		}
+		return SB_PENDING;
+	}
+	if (!ex)
+		return -EPERM;
+	s->exec = ex;
+	s->waker = sb_waker_clone(w);
+	s->state = SLEEP_LINKED;
+	timer_insert(ex->impl, s);
+	return SB_PENDING;
+}
+
+void sb_sleep_cancel(sb_sleep *s)
+{
+	if (s->state == SLEEP_LINKED) {
+		timer_unlink(s->exec->impl, s);
+		sb_waker_drop(s->waker);
+		s->waker = (sb_waker){ NULL, NULL };
+	}
+	s->state = SLEEP_DONE;
+}
+
+/* ------------------------------------------------------------ timeout */
+
+void sb_timeout_until_init(sb_timeout *t, void *inner, const sb_future_ops *ops,
+			   uint64_t deadline_ns)
+{
+	sb_sleep_until_init(&t->sleep, deadline_ns);
+	t->inner = inner;
+	t->ops = ops;
+	t->status = SB_PENDING;
+}
+
+void sb_timeout_init(sb_timeout *t, void *inner, const sb_future_ops *ops, uint64_t ns)
+{
+	sb_sleep_init(&t->sleep, ns);
+	t->inner = inner;
+	t->ops = ops;
+	t->status = SB_PENDING;
+}
+
+int sb_timeout_poll(sb_timeout *t, const sb_waker *w)
+{
+	if (t->status != SB_PENDING)
+		return t->status;
+	int r = t->ops->poll(t->inner, w);
+	if (r != SB_PENDING) {
+		sb_sleep_cancel(&t->sleep);
+		t->status = r;
+		return r;
+	}
+	r = sb_sleep_poll(&t->sleep, w);
+	if (r == SB_PENDING)
+		return SB_PENDING;
+	/* The deadline passed (or the timer cannot run here): cancel inner,
+	 * which hands on whatever it was granted. */
+	t->ops->cancel(t->inner);
+	t->status = r == 0 ? -ETIMEDOUT : r;
+	return t->status;
+}
+
+void sb_timeout_cancel(sb_timeout *t)
+{
+	if (t->status != SB_PENDING)
+		return;
+	t->ops->cancel(t->inner);
+	sb_sleep_cancel(&t->sleep);
+	t->status = -ECANCELED;
+}

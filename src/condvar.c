@@ -8,27 +8,25 @@
 #include "waitq.h"
 
 /*
- * The state word, changed only under the queue lock and read without it by
- * notifiers:
+ * The state word (the queue's, see src/waitq.h, with this above it):
  *
- *   bit 0   CV_WAITERS  the queue is not empty
- *   bits 1- the sequence number given to the latest registration
+ *   bits 3- the sequence number given to the latest registration
  *
  * A queued waiter's `remaining` holds its sequence number, so notify_all()
  * can stop at the waiters registered before it (sb_waitq_detach_through).
  *
- * A notifier may skip the lock when CV_WAITERS is clear.  That is safe for
- * the waits that matter: a wait registers, under the queue lock, before it
- * unlocks the mutex, and a notifier that changed the predicate under the
- * mutex afterwards is ordered after that registration by the mutex, so it
- * reads CV_WAITERS (coherence).  A notifier that does not use the mutex can
- * miss a wait that is registering - with any condition variable.
+ * A notifier skips the lock when the word shows nobody waiting or queueing.
+ * That is safe for the waits that matter: a wait registers - its unlock
+ * publishes SB_WAITQ_NONEMPTY with release order - before it unlocks the
+ * mutex, and a notifier that changed the predicate under the mutex
+ * afterwards is ordered after that registration by the mutex, so it reads
+ * the bit (coherence).  A notifier that does not use the mutex can miss a
+ * wait that is registering - with any condition variable.
  *
  * The detach value tells the woken future who notified it:
  * NOTIFIED_BY_ONE must be passed on if the future is cancelled.
  */
-#define CV_WAITERS ((size_t)1)
-#define CV_SEQ_SHIFT 1
+#define CV_SEQ_SHIFT SB_WAITQ_STATE_SHIFT
 #define NOTIFIED_BY_ONE SB_WAITER_GRANTED
 #define NOTIFIED_BY_ALL SB_WAITER_CLOSED
 
@@ -41,19 +39,6 @@ enum {
 	CV_CANCELLED,
 };
 
-static inline size_t cv_load(const sb_condvar *cv)
-{
-	/* relaxed: see the comment above on why notifiers need no more. */
-	return atomic_load_explicit((_Atomic size_t *)&cv->state, memory_order_relaxed);
-}
-
-static inline void cv_store_locked(sb_condvar *cv, size_t state)
-{
-	/* relaxed: only queue-lock holders write the word; readers rely on
-	 * the ordering given by the mutex, see above. */
-	atomic_store_explicit(&cv->state, state, memory_order_relaxed);
-}
-
 int sb_condvar_init(sb_condvar *cv)
 {
 	*cv = (sb_condvar)SB_CONDVAR_INIT;
@@ -62,32 +47,31 @@ int sb_condvar_init(sb_condvar *cv)
 
 int sb_condvar_destroy(sb_condvar *cv)
 {
-	return (cv_load(cv) & CV_WAITERS) ? -EBUSY : 0;
+	return sb_waitq_may_have_waiters(sb_waitq_load(&cv->q)) ? -EBUSY : 0;
 }
 
 void sb_condvar_notify_one(sb_condvar *cv)
 {
-	if (!(cv_load(cv) & CV_WAITERS))
+	if (!sb_waitq_may_have_waiters(sb_waitq_load(&cv->q)))
 		return;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	sb_waitq_lock(&cv->waitq);
-	sb_waitq_detach_front(&cv->waitq, NOTIFIED_BY_ONE, &batch);
-	sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
-	sb_waitq_unlock_and_wake(&cv->waitq, &batch, SB_NO_WAKER);
+	sb_waitq_lock(&cv->q, 0);
+	sb_waitq_detach_front(&cv->q, NOTIFIED_BY_ONE, &batch);
+	sb_waitq_unlock(&cv->q);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
 void sb_condvar_notify_all(sb_condvar *cv)
 {
-	if (!(cv_load(cv) & CV_WAITERS))
+	if (!sb_waitq_may_have_waiters(sb_waitq_load(&cv->q)))
 		return;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	sb_waitq_lock(&cv->waitq);
-	size_t limit = cv_load(cv) >> CV_SEQ_SHIFT;
-	sb_waitq_detach_through(&cv->waitq, limit, NOTIFIED_BY_ALL, &batch);
-	sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
-	sb_waitq_unlock_and_wake(&cv->waitq, &batch, SB_NO_WAKER);
+	size_t limit = sb_waitq_lock(&cv->q, 0) >> CV_SEQ_SHIFT;
+	sb_waitq_detach_through(&cv->q, limit, NOTIFIED_BY_ALL, &batch);
+	sb_waitq_unlock(&cv->q);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
 void sb_condvar_wait_init(sb_condvar_wait *f, sb_condvar *cv, sb_mutex *m)
@@ -100,11 +84,9 @@ void sb_condvar_wait_init(sb_condvar_wait *f, sb_condvar *cv, sb_mutex *m)
 static void cv_register(sb_condvar_wait *f, const sb_waker *w)
 {
 	sb_condvar *cv = f->cv;
-	sb_waitq_lock(&cv->waitq);
-	size_t seq = (cv_load(cv) >> CV_SEQ_SHIFT) + 1;
-	cv_store_locked(cv, (seq << CV_SEQ_SHIFT) | CV_WAITERS);
-	sb_waitq_push(&cv->waitq, &f->lock.waiter, seq, w);
-	sb_waitq_unlock(&cv->waitq);
+	size_t seq = (sb_waitq_lock(&cv->q, 0) >> CV_SEQ_SHIFT) + 1;
+	sb_waitq_push(&cv->q, &f->lock.waiter, seq, w);
+	sb_waitq_unlock_update(&cv->q, 0, (size_t)1 << CV_SEQ_SHIFT);
 }
 
 /* Notified: re-acquire the mutex with the same node, now in its queue. */
@@ -130,7 +112,7 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 		sb_mutex_unlock(f->lock.mutex);
 		return SB_PENDING;
 	case CV_WAITING: {
-		size_t r = sb_waitq_repoll(&f->cv->waitq, &f->lock.waiter, w);
+		size_t r = sb_waitq_repoll(&f->cv->q, &f->lock.waiter, w);
 		if (!sb_waiter_is_detached(r))
 			return SB_PENDING;
 		return cv_start_locking(f, r, w);
@@ -162,9 +144,9 @@ void sb_condvar_wait_cancel(sb_condvar_wait *f)
 	case CV_WAITING: {
 		size_t remaining;
 		sb_waker mine;
-		if (sb_waitq_cancel_locked(&cv->waitq, &f->lock.waiter, &remaining, &mine)) {
-			sb_waitq_clear_flag_if_empty(&cv->waitq, &cv->state, CV_WAITERS);
-			sb_waitq_unlock_and_drop(&cv->waitq, mine);
+		if (sb_waitq_cancel_locked(&cv->q, &f->lock.waiter, &remaining, &mine)) {
+			sb_waitq_unlock(&cv->q);
+			sb_waitq_after_unlock(NULL, mine);
 			return;
 		}
 		if (remaining == NOTIFIED_BY_ONE)

@@ -6,9 +6,9 @@
 /* About a microsecond of spinning: longer than any queue critical section.
  * The model checker's scheduler blocks a waiter instead (tests/model). */
 #ifdef SB_MODEL_CHECK
-#define SB_LOCK_SPINS 0
+#define SB_QLOCK_SPINS 0
 #else
-#define SB_LOCK_SPINS 100
+#define SB_QLOCK_SPINS 100
 #endif
 
 static inline void sb_cpu_relax(void)
@@ -20,26 +20,38 @@ static inline void sb_cpu_relax(void)
 #endif
 }
 
-void sb_lock_acquire_slow(_Atomic uint32_t *lock)
+/* The futex is the 32-bit half of the word that holds the lock bits. */
+static inline _Atomic uint32_t *qlock_futex(_Atomic size_t *word)
 {
-	for (int i = 0; i < SB_LOCK_SPINS; i++) {
-		sb_cpu_relax();
-		/* relaxed: only a hint; the CAS below carries the ordering. */
-		if (atomic_load_explicit(lock, memory_order_relaxed) == SB_LOCK_FREE &&
-		    sb_lock_try_acquire(lock))
-			return;
-	}
-	/*
-	 * Mark the lock contended before sleeping, so the holder's release sees
-	 * CONTENDED and wakes us.  Having taken the lock this way we leave it
-	 * CONTENDED: at worst one unneeded wake, never a lost one.
-	 * acquire: on success this is the lock acquisition.
-	 */
-	while (atomic_exchange_explicit(lock, SB_LOCK_CONTENDED, memory_order_acquire) != SB_LOCK_FREE)
-		sb_futex_wait(lock, SB_LOCK_CONTENDED, NULL);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (_Atomic uint32_t *)(void *)((char *)word + sizeof(size_t) - sizeof(uint32_t));
+#else
+	return (_Atomic uint32_t *)(void *)word;
+#endif
 }
 
-void sb_lock_wake_one(_Atomic uint32_t *lock)
+size_t sb_qlock_wait(_Atomic size_t *word, size_t state)
 {
-	sb_futex_wake(lock, 1);
+	for (int i = 0; i < SB_QLOCK_SPINS && (state & SB_QLOCK_HELD); i++) {
+		sb_cpu_relax();
+		/* relaxed: only a hint; the caller's CAS decides. */
+		state = atomic_load_explicit(word, memory_order_relaxed);
+	}
+	while (state & SB_QLOCK_HELD) {
+		/* relaxed: the bit only asks the holder for a wake; the futex
+		 * re-checks the word in the kernel, so no wake is lost. */
+		if (!(state & SB_QLOCK_PARKED) &&
+		    !atomic_compare_exchange_weak_explicit(word, &state, state | SB_QLOCK_PARKED,
+							   memory_order_relaxed, memory_order_relaxed))
+			continue;
+		sb_futex_wait(qlock_futex(word), (uint32_t)(state | SB_QLOCK_PARKED), NULL);
+		/* relaxed: as above. */
+		state = atomic_load_explicit(word, memory_order_relaxed);
+	}
+	return state;
+}
+
+void sb_qlock_wake_all(_Atomic size_t *word)
+{
+	sb_futex_wake(qlock_futex(word), INT32_MAX);
 }

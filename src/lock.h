@@ -1,49 +1,80 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The one-word internal lock that guards a waiter queue.
+ * The queue lock: two bits at the bottom of a primitive's state word.
  *
- * States of the word (a futex):
- *   SB_LOCK_FREE       0  unlocked
- *   SB_LOCK_HELD       1  locked, nobody parked
- *   SB_LOCK_CONTENDED  2  locked, someone may be parked in the kernel
+ *   bit 0  SB_QLOCK_HELD    the waiter queue is locked
+ *   bit 1  SB_QLOCK_PARKED  someone sleeps on the futex waiting for it
  *
- * Uncontended acquire is one CAS, uncontended release one exchange.  Under
- * contention a thread spins briefly (critical sections are a few pointer
- * writes), then parks on the futex.  Statically initialisable as 0.
+ * The lock shares the word with the primitive's own state so that a
+ * primitive can decide and lock in one CAS (a first waiter sets "locked"
+ * in the same CAS that found no permit or signal), and unlock and publish
+ * its new state in one more.  Nothing but the word itself is needed, so
+ * primitives stay statically initialisable.
+ *
+ * Contended lockers spin briefly (critical sections are a few pointer
+ * writes), then set SB_QLOCK_PARKED and sleep on the futex that is the low
+ * 32 bits of the word.  An unlock that clears a set SB_QLOCK_PARKED wakes
+ * every sleeper: they race again and re-mark the bit if they must sleep.
+ * That costs a thundering herd only when threads actually slept, and no
+ * sleeper can be forgotten.
  */
 #ifndef SYNCBAND_SRC_LOCK_H
 #define SYNCBAND_SRC_LOCK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define SB_LOCK_FREE 0u
-#define SB_LOCK_HELD 1u
-#define SB_LOCK_CONTENDED 2u
+#define SB_QLOCK_HELD ((size_t)1)
+#define SB_QLOCK_PARKED ((size_t)2)
+#define SB_QLOCK_BITS (SB_QLOCK_HELD | SB_QLOCK_PARKED)
 
-void sb_lock_acquire_slow(_Atomic uint32_t *lock);
-void sb_lock_wake_one(_Atomic uint32_t *lock);
+/*
+ * Called with `state`, a value of the word in which the lock was held:
+ * spins, then sleeps, until the lock is seen free.  Returns the word as last
+ * read (lock not held, not taken).
+ */
+size_t sb_qlock_wait(_Atomic size_t *word, size_t state);
 
-static inline bool sb_lock_try_acquire(_Atomic uint32_t *lock)
+/* Wakes every thread sleeping on the word's futex. */
+void sb_qlock_wake_all(_Atomic size_t *word);
+
+/* Takes the lock, also setting `bits`; returns the word as it was before. */
+static inline size_t sb_qlock_acquire(_Atomic size_t *word, size_t bits)
 {
-	uint32_t expected = SB_LOCK_FREE;
-	/* acquire: the critical section sees everything the last holder wrote. */
-	return atomic_compare_exchange_strong_explicit(lock, &expected, SB_LOCK_HELD,
-						       memory_order_acquire, memory_order_relaxed);
+	/* relaxed: a first guess; the CAS below decides. */
+	size_t state = atomic_load_explicit(word, memory_order_relaxed);
+	for (;;) {
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(word, state);
+			continue;
+		}
+		/* acquire: the critical section sees what the last holder wrote. */
+		if (atomic_compare_exchange_weak_explicit(word, &state, state | SB_QLOCK_HELD | bits,
+							  memory_order_acquire, memory_order_relaxed))
+			return state;
+	}
 }
 
-static inline void sb_lock_acquire(_Atomic uint32_t *lock)
+/*
+ * Releases the lock, and in the same atomic step clears `clear` and then adds
+ * `add` to the rest of the word.  Returns the new value.
+ */
+static inline size_t sb_qlock_release(_Atomic size_t *word, size_t clear, size_t add)
 {
-	if (!sb_lock_try_acquire(lock))
-		sb_lock_acquire_slow(lock);
-}
-
-static inline void sb_lock_release(_Atomic uint32_t *lock)
-{
-	/* release: publishes the critical section to the next holder. */
-	if (atomic_exchange_explicit(lock, SB_LOCK_FREE, memory_order_release) == SB_LOCK_CONTENDED)
-		sb_lock_wake_one(lock);
+	/* relaxed: the CAS below re-reads it. */
+	size_t state = atomic_load_explicit(word, memory_order_relaxed);
+	size_t next;
+	do {
+		next = (state & ~(SB_QLOCK_BITS | clear)) + add;
+		/* release: publishes the critical section to the next holder
+		 * and to every lock-free reader of the word. */
+	} while (!atomic_compare_exchange_weak_explicit(word, &state, next, memory_order_release,
+							memory_order_relaxed));
+	if (state & SB_QLOCK_PARKED)
+		sb_qlock_wake_all(word);
+	return next;
 }
 
 #endif

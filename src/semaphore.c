@@ -8,29 +8,29 @@
 #include "waitq.h"
 
 /*
- * The state word:
+ * The state word (the queue's, see src/waitq.h, with these bits above it):
  *
- *   bit 0     SEM_CLOSED   close() was called; set once, under the queue lock
- *   bit 1     SEM_WAITERS  the queue is not empty; changed only under the lock
- *   bits 2-   permits in the counter, always 0 while SEM_WAITERS is set
+ *   bit 3     SEM_CLOSED   close() was called
+ *   bits 4-   permits in the counter, always 0 while anyone waits
  *
- * Because "someone waits" and the count share one word, a release that finds
- * SEM_WAITERS clear adds its permits with one CAS and no lock, and a first
- * waiter that sets SEM_WAITERS does so with a CAS on the same word: whichever
- * comes second in the word's modification order sees the other, so permits
- * are never parked in the counter while a waiter sleeps.
+ * "Someone waits or is about to" (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY) and
+ * the count share the word: a release that finds neither adds its permits
+ * with one CAS, and a first waiter takes what the counter has and the queue
+ * lock with one CAS on the same word, so whichever comes second in the
+ * word's modification order sees the other; permits are never parked in the
+ * counter while a waiter sleeps.
  *
- * While SEM_WAITERS is set, permits flow from release() straight into the
- * head waiter's `remaining` under the lock (direct handoff, strict FIFO), and
+ * While anyone waits, permits flow from release() straight into the head
+ * waiter's `remaining` under the lock (direct handoff, strict FIFO), and
  * only the head can hold a partial grant.
  *
- * The count field can hold 2 * SB_SEMAPHORE_MAX_PERMITS + 1.  Checked paths
+ * The count field holds 2 * SB_SEMAPHORE_MAX_PERMITS + 1.  Checked paths
  * keep it at or below the maximum; returning a grant that is already out
  * (cancel) is never refused, and may briefly exceed it, without wrapping.
  */
-#define SEM_CLOSED ((size_t)1)
-#define SEM_WAITERS ((size_t)2)
-#define SEM_SHIFT 2
+#define SEM_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
+#define SEM_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
+#define SEM_ONE ((size_t)1 << SEM_SHIFT)
 /* Stored by destroy() so debug builds catch use after destroy. */
 #define SEM_DESTROYED (~(size_t)0)
 
@@ -41,8 +41,7 @@ static inline size_t sem_count(size_t state)
 
 static inline size_t sem_load(const sb_semaphore *s)
 {
-	/* relaxed: a snapshot; every decision is confirmed by a CAS or the lock. */
-	size_t state = atomic_load_explicit((_Atomic size_t *)&s->state, memory_order_relaxed);
+	size_t state = sb_waitq_load(&s->q);
 	assert(state != SEM_DESTROYED && "semaphore used after destroy");
 	return state;
 }
@@ -57,11 +56,11 @@ int sb_semaphore_init(sb_semaphore *s, size_t permits)
 
 int sb_semaphore_destroy(sb_semaphore *s)
 {
-	if (sem_load(s) & SEM_WAITERS)
+	if (sb_waitq_may_have_waiters(sem_load(s)))
 		return -EBUSY;
 #ifndef NDEBUG
 	/* relaxed: destroy must not race with any other use. */
-	atomic_store_explicit(&s->state, SEM_DESTROYED, memory_order_relaxed);
+	atomic_store_explicit(&s->q.state, SEM_DESTROYED, memory_order_relaxed);
 #endif
 	return 0;
 }
@@ -76,7 +75,11 @@ bool sb_semaphore_is_closed(const sb_semaphore *s)
 	return sem_load(s) & SEM_CLOSED;
 }
 
-/* Takes n permits from the counter unless closed, short, or someone waits. */
+/*
+ * Takes n permits from the counter unless closed, short, or someone waits.
+ * A first waiter that holds the lock has already emptied the counter, so
+ * a lock-free taker can never pass it.
+ */
 static int sem_try_take(sb_semaphore *s, size_t n)
 {
 	size_t state = sem_load(s);
@@ -85,10 +88,10 @@ static int sem_try_take(sb_semaphore *s, size_t n)
 			return -ESHUTDOWN;
 		if (n == 0)
 			return 0;
-		if ((state & SEM_WAITERS) || sem_count(state) < n)
+		if ((state & SB_WAITQ_NONEMPTY) || sem_count(state) < n)
 			return -EAGAIN;
 		/* acquire: the permits come with what their releaser wrote. */
-		if (atomic_compare_exchange_weak_explicit(&s->state, &state, state - (n << SEM_SHIFT),
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state - n * SEM_ONE,
 							  memory_order_acquire, memory_order_relaxed))
 			return 0;
 	}
@@ -103,70 +106,59 @@ int sb_semaphore_try_acquire(sb_semaphore *s, size_t n)
 
 /*
  * Under the lock: hands `n` permits to the queue in FIFO order, completing
- * the waiters it satisfies.  When the queue is (or becomes) empty, what is
- * left goes to the counter and SEM_WAITERS is cleared.
+ * the waiters it satisfies.  Returns what is left for the counter: 0 unless
+ * the queue is (or becomes) empty.
  */
-static void sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
+static size_t sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
 {
-	sb_waitq *q = &s->waitq;
+	sb_waitq *q = &s->q;
 	sb_waiter *w;
 	while (n > 0 && (w = sb_waitq_front(q)) != NULL) {
 		size_t owed = sb_waiter_remaining_locked(w);
 		if (owed > n) {
 			sb_waiter_set_remaining_locked(w, owed - n);
-			return;
+			return 0;
 		}
 		n -= owed;
 		sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 		if (sb_wake_batch_is_full(b))
 			sb_waitq_flush(q, b);
 	}
-	if (!sb_waitq_is_empty(q))
-		return;
-	size_t state = sem_load(s);
-	if (state & SEM_WAITERS) {
-		/*
-		 * While SEM_WAITERS is set, lock-free paths only read the word
-		 * (their CASes expect a value without the bit and fail), and
-		 * everything else holds the queue lock: nobody can change it
-		 * under us, so a plain store does.  release: a fast-path
-		 * acquirer taking these permits sees the releaser's writes.
-		 */
-		atomic_store_explicit(&s->state, (state & ~SEM_WAITERS) + (n << SEM_SHIFT),
-				      memory_order_release);
-		return;
-	}
-	/* A cancel emptied the queue before we got the lock; lock-free paths
-	 * may be changing the word.  release: as above. */
-	while (!atomic_compare_exchange_weak_explicit(&s->state, &state, state + (n << SEM_SHIFT),
-						      memory_order_release, memory_order_relaxed))
-		;
+	return sb_waitq_is_empty(q) ? n : 0;
 }
 
-static void sem_release_slow(sb_semaphore *s, size_t n)
+/* Under the lock: grant, then unlock crediting the rest, then wake. */
+static void sem_grant_and_unlock(sb_semaphore *s, size_t n, sb_waker drop)
 {
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	sb_waitq_lock(&s->waitq);
-	sem_grant_locked(s, n, &batch);
-	sb_waitq_unlock_and_wake(&s->waitq, &batch, SB_NO_WAKER);
+	size_t left = sem_grant_locked(s, n, &batch);
+	/* release (in the unlock): a lock-free taker of the rest sees our writes. */
+	sb_waitq_unlock_update(&s->q, 0, left * SEM_ONE);
+	sb_waitq_after_unlock(&batch, drop);
 }
 
 /* `checked`: refuse to take the count past the maximum. */
 static int sem_release(sb_semaphore *s, size_t n, bool checked)
 {
 	size_t state = sem_load(s);
-	while (!(state & SEM_WAITERS)) {
+	while (!sb_waitq_may_have_waiters(state)) {
 		if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n)
 			return -EOVERFLOW;
 		/* release: whoever takes these permits sees our writes; relaxed on
 		 * failure, the loop re-reads and re-decides. */
-		if (atomic_compare_exchange_weak_explicit(&s->state, &state, state + (n << SEM_SHIFT),
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state + n * SEM_ONE,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
-	/* Someone waits, so the count is 0 and any n <= max fits. */
-	sem_release_slow(s, n);
+	state = sb_waitq_lock(&s->q, 0);
+	/* The counter is 0 while anyone waits; if the queue has emptied since,
+	 * the permits may land in the counter, so check against it. */
+	if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n) {
+		sb_waitq_unlock(&s->q);
+		return -EOVERFLOW;
+	}
+	sem_grant_and_unlock(s, n, SB_NO_WAKER);
 	return 0;
 }
 
@@ -181,15 +173,13 @@ int sb_semaphore_release(sb_semaphore *s, size_t n)
 
 void sb_semaphore_close(sb_semaphore *s)
 {
-	sb_waitq *q = &s->waitq;
+	sb_waitq *q = &s->q;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	size_t returned = 0;
 
-	sb_waitq_lock(q);
-	/* relaxed: every path that must see it re-checks under the lock, which
-	 * orders it; lock-free acquirers may miss it only while racing close(). */
-	atomic_fetch_or_explicit(&s->state, SEM_CLOSED, memory_order_relaxed);
+	/* Closed from the moment we hold the lock: no waiter queues after. */
+	sb_waitq_lock(q, SEM_CLOSED);
 	sb_waiter *w;
 	while ((w = sb_waitq_front(q)) != NULL) {
 		sb_semaphore_acquire *f = sb_container_of(w, sb_semaphore_acquire, waiter);
@@ -199,8 +189,8 @@ void sb_semaphore_close(sb_semaphore *s)
 			sb_waitq_flush(q, &batch);
 	}
 	/* Only the head ever holds a partial grant, so `returned` < max. */
-	sem_grant_locked(s, returned, &batch);
-	sb_waitq_unlock_and_wake(q, &batch, SB_NO_WAKER);
+	sb_waitq_unlock_update(q, 0, returned * SEM_ONE);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
 void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n)
@@ -214,32 +204,30 @@ void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t 
 static int sem_acquire_enqueue(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	sb_semaphore *s = f->sem;
-	sb_waitq_lock(&s->waitq);
 	size_t state = sem_load(s);
-	size_t taken = 0;
+	size_t taken;
 	for (;;) {
-		if (state & SEM_CLOSED) {
-			sb_waitq_unlock(&s->waitq);
-			return -ESHUTDOWN;
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&s->q.state, state);
+			continue;
 		}
-		if (state & SEM_WAITERS)
-			break; /* the count is 0 and only the lock holder changes the bit */
+		if (state & SEM_CLOSED)
+			return -ESHUTDOWN;
+		/* The counter is 0 while anyone waits; take what it has. */
 		taken = sem_count(state);
-		size_t next = taken >= f->permits ? state - (f->permits << SEM_SHIFT)
-						  : (state & SEM_CLOSED) | SEM_WAITERS;
-		/* acquire: we take permits released by others. */
-		if (atomic_compare_exchange_weak_explicit(&s->state, &state, next,
+		bool done = taken >= f->permits && !(state & SB_WAITQ_NONEMPTY);
+		size_t next = done ? state - f->permits * SEM_ONE
+				   : (state - taken * SEM_ONE) | SB_QLOCK_HELD;
+		/* acquire: we take permits released by others, or the lock. */
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
 							  memory_order_acquire, memory_order_relaxed)) {
-			if (taken >= f->permits) {
-				sb_waitq_unlock(&s->waitq);
+			if (done)
 				return 0;
-			}
 			break;
 		}
-		taken = 0;
 	}
-	sb_waitq_push(&s->waitq, &f->waiter, f->permits - taken, w);
-	sb_waitq_unlock(&s->waitq);
+	sb_waitq_push(&s->q, &f->waiter, f->permits - taken, w);
+	sb_waitq_unlock(&s->q);
 	return SB_PENDING;
 }
 
@@ -261,7 +249,7 @@ int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	return sb_future_repoll(&f->status, &f->sem->waitq, &f->waiter, w);
+	return sb_future_repoll(&f->status, &f->sem->q, &f->waiter, w);
 }
 
 void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
@@ -271,11 +259,8 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 	sb_semaphore *s = f->sem;
 	size_t remaining;
 	sb_waker mine;
-	if (sb_waitq_cancel_locked(&s->waitq, &f->waiter, &remaining, &mine)) {
-		sb_wake_batch batch;
-		sb_wake_batch_init(&batch);
-		sem_grant_locked(s, f->permits - remaining, &batch);
-		sb_waitq_unlock_and_wake(&s->waitq, &batch, mine);
+	if (sb_waitq_cancel_locked(&s->q, &f->waiter, &remaining, &mine)) {
+		sem_grant_and_unlock(s, f->permits - remaining, mine);
 		return;
 	}
 	/* Detached before we looked: a full grant nobody consumed goes back. */

@@ -10,6 +10,14 @@ void sb_wake_batch_run(sb_wake_batch *b)
 	b->count = 0;
 }
 
+void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
+{
+	if (b)
+		sb_wake_batch_run(b);
+	if (drop.vtable)
+		sb_waker_drop(drop);
+}
+
 void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, const sb_waker *waker)
 {
 	assert(!sb_waiter_is_detached(remaining));
@@ -36,7 +44,7 @@ sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
 		q->tail = w->prev;
 	w->next = w->prev = NULL;
 	sb_waker waker = w->waker;
-	w->waker.vtable = NULL;
+	w->waker = SB_NO_WAKER;
 	return waker;
 }
 
@@ -49,32 +57,6 @@ void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b)
 	atomic_store_explicit(&w->remaining, final, memory_order_release);
 }
 
-void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b)
-{
-	sb_waitq_unlock(q);
-	sb_wake_batch_run(b);
-	sb_waitq_lock(q);
-}
-
-size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
-{
-	size_t remaining = sb_waiter_load(w);
-	if (sb_waiter_is_detached(remaining))
-		return remaining;
-
-	sb_waker old = { NULL, NULL };
-	sb_waitq_lock(q);
-	remaining = sb_waiter_remaining_locked(w);
-	if (!sb_waiter_is_detached(remaining) && !sb_waker_will_wake(&w->waker, waker)) {
-		old = w->waker;
-		w->waker = sb_waker_clone(waker);
-	}
-	sb_waitq_unlock(q);
-	if (old.vtable)
-		sb_waker_drop(old);
-	return remaining;
-}
-
 bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b)
 {
 	sb_waiter *w = sb_waitq_front(q);
@@ -82,6 +64,13 @@ bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b)
 		return false;
 	sb_waitq_detach(q, w, final, b);
 	return true;
+}
+
+void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b)
+{
+	sb_waitq_unlock(q);
+	sb_wake_batch_run(b);
+	sb_waitq_lock(q, 0);
 }
 
 void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b)
@@ -98,7 +87,7 @@ bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_wak
 {
 	size_t r = sb_waiter_load(w);
 	if (!sb_waiter_is_detached(r)) {
-		sb_waitq_lock(q);
+		sb_waitq_lock(q, 0);
 		r = sb_waiter_remaining_locked(w);
 		if (!sb_waiter_is_detached(r)) {
 			*remaining = r;
@@ -111,19 +100,22 @@ bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_wak
 	return false;
 }
 
-void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop)
+size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
-	sb_waitq_unlock(q);
-	sb_wake_batch_run(b);
-	if (drop.vtable)
-		sb_waker_drop(drop);
-}
+	size_t remaining = sb_waiter_load(w);
+	if (sb_waiter_is_detached(remaining))
+		return remaining;
 
-void sb_waitq_unlock_and_drop(sb_waitq *q, sb_waker drop)
-{
+	sb_waker old = SB_NO_WAKER;
+	sb_waitq_lock(q, 0);
+	remaining = sb_waiter_remaining_locked(w);
+	if (!sb_waiter_is_detached(remaining) && !sb_waker_will_wake(&w->waker, waker)) {
+		old = w->waker;
+		w->waker = sb_waker_clone(waker);
+	}
 	sb_waitq_unlock(q);
-	if (drop.vtable)
-		sb_waker_drop(drop);
+	sb_waitq_after_unlock(NULL, old);
+	return remaining;
 }
 
 int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w, const sb_waker *waker)

@@ -2,12 +2,27 @@
 /*
  * The intrusive FIFO waiter queue: the only queue in the library.
  *
- * A primitive embeds an sb_waitq (lock word + head + tail); a future embeds
- * an sb_waiter.  All links and wakers are guarded by the queue's lock.
+ * A primitive is an sb_waitq: one state word plus the head and tail of a
+ * FIFO of sb_waiter nodes, which live in the callers' futures.  The word's
+ * low bits belong to the queue:
+ *
+ *   bit 0  SB_QLOCK_HELD       the queue lock (src/lock.h)
+ *   bit 1  SB_QLOCK_PARKED     someone sleeps waiting for the lock
+ *   bit 2  SB_WAITQ_NONEMPTY   the queue had waiters when last unlocked
+ *   bits SB_WAITQ_STATE_SHIFT and up: the primitive's own state
+ *
+ * Links and wakers are guarded by the lock.  SB_WAITQ_NONEMPTY is recomputed
+ * by every unlock, in the same CAS that releases the lock, so a lock-free
+ * reader that sees neither HELD nor NONEMPTY knows that nobody waits and
+ * nobody is about to: a first waiter sets HELD in the CAS with which it
+ * decides to wait, and NONEMPTY in the one that unlocks.  Lock-free paths
+ * that hand something to waiters (a release, a set) therefore take the slow
+ * path whenever HELD or NONEMPTY is set.
  *
  * sb_waiter.remaining is what the waiter is still owed (permits for a
- * semaphore, 1 for a lock or a notification).  It is the one field the owner
- * reads without the lock, and it tells the owner who owns the node:
+ * semaphore, 1 for a lock or a notification, or a sequence number).  It is
+ * the one field the owner reads without the lock, and it says who owns the
+ * node:
  *
  *   0 < remaining < SB_WAITER_CLOSED   queued: the lock holder owns the node
  *   SB_WAITER_GRANTED (0)              detached, everything granted
@@ -31,7 +46,12 @@
 
 #include "lock.h"
 
-/* "No waker", for sb_waitq_unlock_and_wake() when there is nothing to drop. */
+#define SB_WAITQ_NONEMPTY ((size_t)4)
+#define SB_WAITQ_BITS (SB_QLOCK_BITS | SB_WAITQ_NONEMPTY)
+_Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
+	       "a primitive's bits start above the queue's");
+
+/* "No waker", for when there is nothing to drop. */
 #define SB_NO_WAKER ((sb_waker){ NULL, NULL })
 
 #define SB_WAITER_GRANTED ((size_t)0)
@@ -60,7 +80,6 @@ static inline size_t sb_waiter_load(const sb_waiter *w)
 	return atomic_load_explicit((_Atomic size_t *)&w->remaining, memory_order_acquire);
 }
 
-/* Under the lock: the lock orders every access, so relaxed suffices. */
 static inline size_t sb_waiter_remaining_locked(const sb_waiter *w)
 {
 	/* relaxed: written only under the queue lock, which we hold. */
@@ -73,14 +92,38 @@ static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining
 	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
 }
 
-static inline void sb_waitq_lock(sb_waitq *q)
+/* A snapshot of the state word; decisions are confirmed by a CAS. */
+static inline size_t sb_waitq_load(const sb_waitq *q)
 {
-	sb_lock_acquire(&q->lock);
+	/* relaxed: only a snapshot, see above. */
+	return atomic_load_explicit((_Atomic size_t *)&q->state, memory_order_relaxed);
+}
+
+/* True when a lock-free hand-over (release, set) must take the slow path. */
+static inline bool sb_waitq_may_have_waiters(size_t state)
+{
+	return state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY);
+}
+
+/* Takes the queue lock, also setting `bits`; returns the word before. */
+static inline size_t sb_waitq_lock(sb_waitq *q, size_t bits)
+{
+	return sb_qlock_acquire(&q->state, bits);
+}
+
+/*
+ * Releases the queue lock; in the same CAS recomputes SB_WAITQ_NONEMPTY,
+ * clears `clear` and adds `add` (so clear == add == a bit sets that bit).
+ */
+static inline void sb_waitq_unlock_update(sb_waitq *q, size_t clear, size_t add)
+{
+	size_t nonempty = q->head ? SB_WAITQ_NONEMPTY : 0;
+	sb_qlock_release(&q->state, clear | SB_WAITQ_NONEMPTY, add + nonempty);
 }
 
 static inline void sb_waitq_unlock(sb_waitq *q)
 {
-	sb_lock_release(&q->lock);
+	sb_waitq_unlock_update(q, 0, 0);
 }
 
 static inline bool sb_waitq_is_empty(const sb_waitq *q)
@@ -106,9 +149,12 @@ static inline bool sb_wake_batch_is_full(const sb_wake_batch *b)
 /* Wakes every waker in the batch (consuming them) and empties it. */
 void sb_wake_batch_run(sb_wake_batch *b);
 
+/* After unlocking: runs the batch, then drops `drop` (if it holds a waker). */
+void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop);
+
 /*
  * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding a
- * clone of `waker`.
+ * clone of `waker`.  Fills every field of the node.
  */
 void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, const sb_waker *waker);
 
@@ -126,12 +172,6 @@ sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w);
 void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b);
 
 /*
- * Under the lock, when `b` is full: unlock, run the batch, re-lock.  The
- * queue may have changed meanwhile; callers re-read what they need.
- */
-void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
-
-/*
  * Under the lock: detaches the head, publishing `final`, and moves its waker
  * into `b` (not full).  Returns false when the queue is empty.
  */
@@ -147,31 +187,26 @@ bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b);
 void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b);
 
 /*
+ * Under the lock, when `b` is full: unlock, run the batch, re-lock.  The
+ * queue may have changed meanwhile; callers re-read what they need.
+ */
+void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
+
+/*
  * Owner's cancel.  If `w` is still queued: takes the lock, unlinks `w`, sets
  * *remaining to what it was still owed and *waker to its waker, and returns
- * true WITH THE LOCK HELD; the caller hands on what `w` held and finishes with
- * sb_waitq_unlock_and_wake().  Otherwise returns false, lock not held, with
- * *remaining the final state `w` was detached with.
+ * true WITH THE LOCK HELD; the caller hands on what `w` held, unlocks, and
+ * drops the waker (sb_waitq_after_unlock).  Otherwise returns false, lock not
+ * held, with *remaining the final state `w` was detached with.
  */
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
-/* Unlocks, runs the batch, then drops `drop` (if it holds a waker). */
-void sb_waitq_unlock_and_wake(sb_waitq *q, sb_wake_batch *b, sb_waker drop);
-
-/* Unlocks, then drops `drop` (if it holds a waker). */
-void sb_waitq_unlock_and_drop(sb_waitq *q, sb_waker drop);
-
 /*
- * Under the lock: clears `flag` ("someone waits") in a primitive's state word
- * once its queue is empty.
+ * Owner's poll of a queued waiter: returns the final value if it was
+ * detached; otherwise re-registers `waker` (cloning it only if it will not
+ * wake the registered one) and returns the amount still owed.
  */
-static inline void sb_waitq_clear_flag_if_empty(sb_waitq *q, _Atomic size_t *state, size_t flag)
-{
-	if (sb_waitq_is_empty(q))
-		/* relaxed: only queue-lock holders change the flag, and what a
-		 * grant carries is published by the detach's release store. */
-		atomic_fetch_and_explicit(state, ~flag, memory_order_relaxed);
-}
+size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 
 /*
  * The life of a future, in its `status`: SB_FUTURE_IDLE until the first
@@ -197,12 +232,5 @@ static inline bool sb_future_begin_cancel(int *status)
 		*status = -ECANCELED;
 	return was == SB_PENDING;
 }
-
-/*
- * Owner's poll of a queued waiter: returns the final value if it was
- * detached; otherwise re-registers `waker` (cloning it only if it will not
- * wake the registered one) and returns the amount still owed.
- */
-size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 
 #endif

@@ -206,8 +206,8 @@ static void a_thread_parked_and_woken_allocates_nothing(void **state)
 	atomic_init(&b.done, 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, block, &b), 0);
-	/* white box: bit 1 of the state word means "someone is queued" */
-	while (!(atomic_load(&b.sem.state) & 2))
+	/* white box: bit 2 of the state word means "someone is queued" */
+	while (!(atomic_load(&b.sem.q.state) & 4))
 		sched_yield();
 	long before = atomic_load(&allocations);
 	assert_int_equal(sb_semaphore_release(&b.sem, 1), 0);

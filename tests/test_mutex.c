@@ -43,26 +43,6 @@ static void static_mutex_locks_and_unlocks(void **state)
 	assert_int_equal(sb_mutex_destroy(&m), 0);
 }
 
-/* White box: the queue lock word is held, so any path taking it would hang. */
-static void uncontended_lock_and_unlock_take_no_queue_lock(void **state)
-{
-	(void)state;
-	sb_watchdog wd;
-	sb_watchdog_start(&wd, 30, "uncontended mutex with the queue lock held");
-	sb_mutex m;
-	sb_mutex_init(&m);
-	atomic_store(&m.waitq.lock, 1);
-	sb_mutex_lock f;
-	sb_mutex_lock_init(&f, &m);
-	sb_waker noop = sb_waker_noop();
-	assert_int_equal(sb_mutex_lock_poll(&f, &noop), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	atomic_store(&m.waitq.lock, 0);
-	sb_watchdog_stop(&wd);
-}
-
 static void unlock_of_an_unlocked_mutex_is_refused(void **state)
 {
 	(void)state;
@@ -430,7 +410,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
 		cmocka_unit_test(static_mutex_locks_and_unlocks),
-		cmocka_unit_test(uncontended_lock_and_unlock_take_no_queue_lock),
 		cmocka_unit_test(unlock_of_an_unlocked_mutex_is_refused),
 		cmocka_unit_test(queued_lockers_get_the_mutex_in_fifo_order),
 		cmocka_unit_test(try_lock_never_succeeds_while_a_waiter_is_handed_the_lock),

@@ -46,6 +46,7 @@ static void sizes_fit_the_contract(void **state)
 	if (sizeof(void *) != 8)
 		skip();
 	assert_true(sizeof(sb_semaphore) <= 32);
+	assert_int_equal(sizeof(sb_semaphore), 24);
 	assert_true(sizeof(sb_semaphore_acquire) <= 64);
 }
 
@@ -464,29 +465,6 @@ static void a_different_waker_replaces_the_old_one_which_is_dropped(void **state
 	assert_int_equal(poll_with(&f, &second), 0);
 }
 
-/*
- * White box: the queue lock word is held (1) by "someone else" during the
- * calls; a path that took the lock would hang, and the watchdog would fail it.
- */
-static void uncontended_paths_take_no_lock(void **state)
-{
-	(void)state;
-	sb_watchdog wd;
-	sb_watchdog_start(&wd, 30, "uncontended paths with the queue lock held");
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
-	atomic_store(&s.waitq.lock, 1);
-	assert_int_equal(sb_semaphore_release(&s, 5), 0);
-	assert_int_equal(sb_semaphore_release(&s, 0), 0);
-	assert_int_equal(sb_semaphore_try_acquire(&s, 2), 0);
-	sb_semaphore_acquire f;
-	sb_semaphore_acquire_init(&f, &s, 2);
-	assert_int_equal(poll_noop(&f), 0);
-	assert_int_equal(sb_semaphore_available(&s), 1);
-	assert_int_equal(atomic_load(&s.waitq.lock), 1);
-	atomic_store(&s.waitq.lock, 0);
-	sb_watchdog_stop(&wd);
-}
-
 /* --- blocking waits --- */
 
 static void blocking_acquire_returns_at_once_when_permits_are_there(void **state)
@@ -550,8 +528,8 @@ static void blocking_acquire_is_woken_by_close(void **state)
 	atomic_init(&a.started, 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
-	/* white box: bit 1 of the state word means "someone is queued" */
-	while (!(atomic_load(&s.state) & 2))
+	/* white box: bit 2 of the state word means "someone is queued" */
+	while (!(atomic_load(&s.q.state) & 4))
 		sched_yield();
 	sb_semaphore_close(&s);
 	pthread_join(t, NULL);
@@ -586,7 +564,6 @@ int main(void)
 		cmocka_unit_test(destroy_with_waiters_reports_busy_and_keeps_the_semaphore_usable),
 		cmocka_unit_test(repolling_with_the_same_waker_does_not_clone_again),
 		cmocka_unit_test(a_different_waker_replaces_the_old_one_which_is_dropped),
-		cmocka_unit_test(uncontended_paths_take_no_lock),
 		cmocka_unit_test(blocking_acquire_returns_at_once_when_permits_are_there),
 		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
 		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),

@@ -13,7 +13,7 @@
 static void queue_is_fifo_and_unlinks_from_any_position(void **state)
 {
 	(void)state;
-	sb_waitq q = SB_WAITQ_INIT;
+	sb_waitq q = SB_WAITQ_INIT(0);
 	counting_waker c;
 	counting_waker_init(&c);
 	sb_waker w = counting_waker_ref(&c);
@@ -37,7 +37,7 @@ static void queue_is_fifo_and_unlinks_from_any_position(void **state)
 static void detach_publishes_the_final_state_and_defers_the_wake(void **state)
 {
 	(void)state;
-	sb_waitq q = SB_WAITQ_INIT;
+	sb_waitq q = SB_WAITQ_INIT(0);
 	counting_waker c;
 	counting_waker_init(&c);
 	sb_waker w = counting_waker_ref(&c);
@@ -61,7 +61,7 @@ static void detach_publishes_the_final_state_and_defers_the_wake(void **state)
 static void repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock(void **state)
 {
 	(void)state;
-	sb_waitq q = SB_WAITQ_INIT;
+	sb_waitq q = SB_WAITQ_INIT(0);
 	counting_waker c;
 	counting_waker_init(&c);
 	sb_waker w = counting_waker_ref(&c);
@@ -71,10 +71,33 @@ static void repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock
 	sb_wake_batch_init(&batch);
 	sb_waitq_detach(&q, &a, SB_WAITER_GRANTED, &batch);
 	sb_wake_batch_run(&batch);
-	atomic_store(&q.lock, SB_LOCK_HELD); /* would hang if taken */
+	atomic_store(&q.state, SB_QLOCK_HELD); /* would hang if taken */
 	assert_int_equal(sb_waitq_repoll(&q, &a, &w), SB_WAITER_GRANTED);
-	atomic_store(&q.lock, SB_LOCK_FREE);
+	atomic_store(&q.state, 0);
 	assert_int_equal(atomic_load(&c.clones), 1);
+}
+
+static void unlock_publishes_whether_anyone_waits_and_keeps_the_primitive_bits(void **state)
+{
+	(void)state;
+	const size_t mine = (size_t)5 << SB_WAITQ_STATE_SHIFT;
+	sb_waitq q = SB_WAITQ_INIT(mine);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	sb_waiter a;
+	assert_int_equal(sb_waitq_lock(&q, 0), mine);
+	assert_int_equal(atomic_load(&q.state), mine | SB_QLOCK_HELD);
+	sb_waitq_push(&q, &a, 1, &w);
+	sb_waitq_unlock(&q);
+	assert_int_equal(atomic_load(&q.state), mine | SB_WAITQ_NONEMPTY);
+	assert_true(sb_waitq_may_have_waiters(atomic_load(&q.state)));
+	sb_waitq_lock(&q, 0);
+	sb_waker_drop(sb_waitq_unlink(&q, &a));
+	sb_waitq_unlock_update(&q, 0, (size_t)1 << SB_WAITQ_STATE_SHIFT);
+	assert_int_equal(atomic_load(&q.state), (size_t)6 << SB_WAITQ_STATE_SHIFT);
+	assert_false(sb_waitq_may_have_waiters(atomic_load(&q.state)));
+	assert_int_equal(atomic_load(&c.live), 0);
 }
 
 int main(void)
@@ -83,6 +106,7 @@ int main(void)
 		cmocka_unit_test(queue_is_fifo_and_unlinks_from_any_position),
 		cmocka_unit_test(detach_publishes_the_final_state_and_defers_the_wake),
 		cmocka_unit_test(repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock),
+		cmocka_unit_test(unlock_publishes_whether_anyone_waits_and_keeps_the_primitive_bits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

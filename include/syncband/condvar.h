@@ -44,13 +44,12 @@
 extern "C" {
 #endif
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_condvar {
-	SB_ATOMIC(size_t) state; /* see src/condvar.c for the bit layout */
-	sb_waitq waitq;
+	sb_waitq q; /* state word: see src/condvar.c for the bit layout */
 } sb_condvar;
 
-#define SB_CONDVAR_INIT { 0, SB_WAITQ_INIT }
+#define SB_CONDVAR_INIT { SB_WAITQ_INIT(0) }
 
 /*
  * 72 bytes on 64-bit targets.  Fields are private.  The one waiter node (in

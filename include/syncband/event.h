@@ -43,16 +43,14 @@
 extern "C" {
 #endif
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_event {
-	SB_ATOMIC(size_t) state; /* see src/event.c for the bit layout */
-	sb_waitq waitq;
+	sb_waitq q; /* state word: see src/event.c for the bit layout */
 } sb_event;
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_auto_event {
-	SB_ATOMIC(size_t) state;
-	sb_waitq waitq;
+	sb_waitq q;
 } sb_auto_event;
 
 /* 56 bytes on 64-bit targets.  Fields are private. */
@@ -70,8 +68,8 @@ typedef struct sb_auto_event_wait {
 } sb_auto_event_wait;
 
 /* Static initialisers: `set` is 0 or 1. */
-#define SB_EVENT_INIT(set) { (size_t)((set) ? 1 : 0), SB_WAITQ_INIT }
-#define SB_AUTO_EVENT_INIT(set) { (size_t)((set) ? 1 : 0), SB_WAITQ_INIT }
+#define SB_EVENT_INIT(set) { SB_WAITQ_INIT((size_t)((set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
+#define SB_AUTO_EVENT_INIT(set) { SB_WAITQ_INIT((size_t)((set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
 
 /* --- manual-reset --- */
 

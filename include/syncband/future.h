@@ -112,16 +112,20 @@ typedef struct sb_waiter {
 } sb_waiter;
 
 /*
- * The waiter queue embedded in a primitive: a one-word lock and the FIFO of
- * sb_waiter it guards.  Private fields; see src/waitq.h and src/lock.h.
+ * The waiter queue every primitive is built on: the primitive's one state
+ * word (whose low bits are the queue's lock, see src/waitq.h) and the FIFO of
+ * sb_waiter it guards.  Private fields.
  */
 typedef struct sb_waitq {
-	SB_ATOMIC(uint32_t) lock;
+	SB_ATOMIC(size_t) state;
 	sb_waiter *head;
 	sb_waiter *tail;
 } sb_waitq;
 
-#define SB_WAITQ_INIT { 0, NULL, NULL }
+#define SB_WAITQ_INIT(state) { (state), NULL, NULL }
+
+/* Bits 0-2 of the state belong to the queue; a primitive's own start here. */
+#define SB_WAITQ_STATE_SHIFT 3
 
 #ifdef __cplusplus
 }

@@ -35,13 +35,12 @@
 extern "C" {
 #endif
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_mutex {
-	SB_ATOMIC(size_t) state; /* see src/mutex.c for the bit layout */
-	sb_waitq waitq;
+	sb_waitq q; /* state word: see src/mutex.c for the bit layout */
 } sb_mutex;
 
-#define SB_MUTEX_INIT { 0, SB_WAITQ_INIT }
+#define SB_MUTEX_INIT { SB_WAITQ_INIT(0) }
 
 /* 56 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_mutex_lock {

@@ -40,16 +40,15 @@ extern "C" {
 #endif
 
 /* Well below SIZE_MAX, so that a count plus a request never wraps. */
-#define SB_SEMAPHORE_MAX_PERMITS (SIZE_MAX >> 3)
+#define SB_SEMAPHORE_MAX_PERMITS (SIZE_MAX >> 5)
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_semaphore {
-	SB_ATOMIC(size_t) state; /* see src/semaphore.c for the bit layout */
-	sb_waitq waitq;
+	sb_waitq q; /* state word: see src/semaphore.c for the bit layout */
 } sb_semaphore;
 
 /* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
-#define SB_SEMAPHORE_INIT(n) { ((size_t)(n)) << 2, SB_WAITQ_INIT }
+#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(((size_t)(n)) << (SB_WAITQ_STATE_SHIFT + 1)) }
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_semaphore_acquire {

@@ -18,6 +18,8 @@
 #include <stdatomic.h>
 
 void sb_model_point(void);
+/* The same, for a read-modify-write: also counted apart (sb_model_rmws). */
+void sb_model_point_rmw(void);
 
 #undef atomic_load_explicit
 #undef atomic_store_explicit
@@ -51,7 +53,7 @@ void sb_model_point(void);
 		__auto_type sb_p_ = (PTR);                                             \
 		__typeof__((void)0, *sb_p_) sb_v_ = (VAL);                             \
 		__typeof__((void)0, *sb_p_) sb_t_;                                     \
-		sb_model_point();                                                      \
+		sb_model_point_rmw();                                                      \
 		__atomic_exchange(sb_p_, &sb_v_, &sb_t_, (MO));                        \
 		sb_t_;                                                                 \
 	})
@@ -60,7 +62,7 @@ void sb_model_point(void);
 	__extension__({                                                                \
 		__auto_type sb_p_ = (PTR);                                             \
 		__typeof__((void)0, *sb_p_) sb_t_ = (DES);                             \
-		sb_model_point();                                                      \
+		sb_model_point_rmw();                                                      \
 		__atomic_compare_exchange(sb_p_, (VAL), &sb_t_, (WEAK), (SUC), (FAIL)); \
 	})
 
@@ -70,12 +72,12 @@ void sb_model_point(void);
 	sb_model_cas_(PTR, VAL, DES, 1, SUC, FAIL)
 
 #define atomic_fetch_add_explicit(PTR, VAL, MO) \
-	(sb_model_point(), __atomic_fetch_add((PTR), (VAL), (MO)))
+	(sb_model_point_rmw(), __atomic_fetch_add((PTR), (VAL), (MO)))
 #define atomic_fetch_sub_explicit(PTR, VAL, MO) \
-	(sb_model_point(), __atomic_fetch_sub((PTR), (VAL), (MO)))
+	(sb_model_point_rmw(), __atomic_fetch_sub((PTR), (VAL), (MO)))
 #define atomic_fetch_or_explicit(PTR, VAL, MO) \
-	(sb_model_point(), __atomic_fetch_or((PTR), (VAL), (MO)))
+	(sb_model_point_rmw(), __atomic_fetch_or((PTR), (VAL), (MO)))
 #define atomic_fetch_and_explicit(PTR, VAL, MO) \
-	(sb_model_point(), __atomic_fetch_and((PTR), (VAL), (MO)))
+	(sb_model_point_rmw(), __atomic_fetch_and((PTR), (VAL), (MO)))
 
 #endif

@@ -125,8 +125,28 @@ static void switch_to(int next)
 	swapcontext(&M.ctx[cur], &M.ctx[next]);
 }
 
+static long points_seen, rmws_seen;
+
+long sb_model_points(void)
+{
+	return points_seen;
+}
+
+long sb_model_rmws(void)
+{
+	return rmws_seen;
+}
+
+void sb_model_point_rmw(void);
+void sb_model_point_rmw(void)
+{
+	rmws_seen++;
+	sb_model_point();
+}
+
 void sb_model_point(void)
 {
+	points_seen++;
 	if (M.current < 0)
 		return;
 	switch_to(decide(M.current, true));

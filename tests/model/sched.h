@@ -41,6 +41,14 @@ sb_model_result sb_model_explore(const sb_model_scenario *s, int preemptions, lo
 /* `runs` random schedules from `seed` (no preemption bound). */
 sb_model_result sb_model_random(const sb_model_scenario *s, unsigned seed, long runs);
 
+/*
+ * How many atomic operations the library has performed so far (every call
+ * of the hook, scheduled or not): for tests that count a path's atomics.
+ */
+long sb_model_points(void);
+/* Of those, the read-modify-writes (CAS, exchange, fetch-op). */
+long sb_model_rmws(void);
+
 /* For scenarios: fail the whole run, printing the schedule that led here. */
 void sb_model_fail(const char *file, int line, const char *what);
 

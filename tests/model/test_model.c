@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Systematic interleaving tests: the races that matter, each explored over
- * every schedule with up to two preemptions (sched.c), then over random
+ * every schedule with up to four preemptions (sched.c), then over random
  * schedules.  Each scenario checks conservation (permits, notifications, the
  * mutex) and that every registered waiter was woken or is rightly waiting.
  */
@@ -521,7 +521,7 @@ static const sb_model_scenario scenarios[] = {
 	  { ae1_t0, ae2_t1, ae2_t2 }, ae2_check },
 };
 
-static void every_scenario_holds_over_all_schedules_with_two_preemptions(void **state)
+static void every_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
 	(void)state;
 	long total = 0;
@@ -534,6 +534,81 @@ static void every_scenario_holds_over_all_schedules_with_two_preemptions(void **
 		total += r.executions;
 	}
 	printf("explored %ld schedules in all\n", total);
+}
+
+/*
+ * Counting tests: the atomic read-modify-writes (CAS, exchange, fetch-op:
+ * the ones that cost) on the paths that must stay cheap.  Single-threaded,
+ * outside the scheduler.
+ */
+static long rmws_before;
+#define RMWS(expr) (rmws_before = sb_model_rmws(), (expr), sb_model_rmws() - rmws_before)
+
+static void uncontended_paths_cost_one_read_modify_write_and_take_no_lock(void **state)
+{
+	(void)state;
+	sb_waker noop = sb_waker_noop();
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	/* one CAS each: a lock would cost two more */
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 1);
+	assert_int_equal(RMWS(sb_semaphore_try_acquire(&s, 1)), 1);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 1);
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 1);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 1);
+
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock l;
+	sb_mutex_lock_init(&l, &m);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 1);
+	assert_int_equal(RMWS(sb_mutex_unlock(&m)), 1);
+	assert_int_equal(RMWS(sb_mutex_try_lock(&m)), 1);
+	assert_int_equal(RMWS(sb_mutex_unlock(&m)), 1);
+
+	sb_event e = SB_EVENT_INIT(0);
+	assert_int_equal(RMWS(sb_event_set(&e)), 1);
+	assert_int_equal(RMWS(sb_event_is_set(&e)), 0);
+	assert_int_equal(RMWS(sb_event_reset(&e)), 1);
+	sb_auto_event ae = SB_AUTO_EVENT_INIT(0);
+	assert_int_equal(RMWS(sb_auto_event_set(&ae)), 1);
+	assert_int_equal(RMWS(sb_auto_event_try_wait(&ae)), 1);
+
+	sb_condvar cv = SB_CONDVAR_INIT;
+	assert_int_equal(RMWS(sb_condvar_notify_one(&cv)), 0); /* nobody waits */
+}
+
+/*
+ * A handoff to a pending future: the first waiter decides and takes the
+ * queue lock in one CAS and unlocks in one more; the releaser locks and
+ * unlocks (publishing the new state in the unlock); the woken future reads
+ * its node.  Two read-modify-writes on each side, none to observe.
+ */
+static void a_handoff_costs_two_read_modify_writes_on_each_side(void **state)
+{
+	(void)state;
+	sb_waker noop = sb_waker_noop();
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 1);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 2);
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 2);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 0);
+
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	sb_auto_event_wait f;
+	sb_auto_event_wait_init(&f, &e);
+	assert_int_equal(RMWS(sb_auto_event_wait_poll(&f, &noop)), 2);
+	assert_int_equal(RMWS(sb_auto_event_set(&e)), 2);
+	assert_int_equal(RMWS(sb_auto_event_wait_poll(&f, &noop)), 0);
+
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock l;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_mutex_lock_init(&l, &m);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 2);
+	assert_int_equal(RMWS(sb_mutex_unlock(&m)), 2);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
 }
 
 static void every_scenario_holds_over_random_schedules(void **state)
@@ -549,8 +624,10 @@ static void every_scenario_holds_over_random_schedules(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(every_scenario_holds_over_all_schedules_with_two_preemptions),
+		cmocka_unit_test(every_scenario_holds_over_all_schedules_with_four_preemptions),
 		cmocka_unit_test(every_scenario_holds_over_random_schedules),
+		cmocka_unit_test(uncontended_paths_cost_one_read_modify_write_and_take_no_lock),
+		cmocka_unit_test(a_handoff_costs_two_read_modify_writes_on_each_side),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@
 #ifndef SYNCBAND_SRC_WAITQ_H
 #define SYNCBAND_SRC_WAITQ_H
 
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -147,35 +148,87 @@ static inline bool sb_wake_batch_is_full(const sb_wake_batch *b)
 }
 
 /* Wakes every waker in the batch (consuming them) and empties it. */
-void sb_wake_batch_run(sb_wake_batch *b);
+static inline void sb_wake_batch_run(sb_wake_batch *b)
+{
+	for (unsigned i = 0; i < b->count; i++)
+		sb_waker_wake(b->wakers[i]);
+	b->count = 0;
+}
 
 /* After unlocking: runs the batch, then drops `drop` (if it holds a waker). */
-void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop);
+static inline void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
+{
+	if (b)
+		sb_wake_batch_run(b);
+	if (drop.vtable)
+		sb_waker_drop(drop);
+}
 
 /*
  * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding a
  * clone of `waker`.  Fills every field of the node.
  */
-void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, const sb_waker *waker);
+static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining,
+				 const sb_waker *waker)
+{
+	assert(!sb_waiter_is_detached(remaining));
+	w->next = NULL;
+	w->prev = q->tail;
+	w->waker = sb_waker_clone(waker);
+	sb_waiter_set_remaining_locked(w, remaining);
+	if (q->tail)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+}
 
 /*
  * Under the lock: unlinks a queued `w` and returns its waker, which the
  * caller drops after unlocking.  The node is the caller's again.
  */
-sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w);
+static inline sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		q->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		q->tail = w->prev;
+	w->next = w->prev = NULL;
+	sb_waker waker = w->waker;
+	w->waker = SB_NO_WAKER;
+	return waker;
+}
 
 /*
  * Under the lock: unlinks `w`, moves its waker into `b` and publishes
  * `final` (SB_WAITER_GRANTED or SB_WAITER_CLOSED).  `w` must not be touched
  * afterwards.  The batch must not be full.
  */
-void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b);
+static inline void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b)
+{
+	assert(sb_waiter_is_detached(final));
+	assert(!sb_wake_batch_is_full(b));
+	b->wakers[b->count++] = sb_waitq_unlink(q, w);
+	/* release: hands the node, and what it was granted, back to its owner. */
+	atomic_store_explicit(&w->remaining, final, memory_order_release);
+}
 
 /*
  * Under the lock: detaches the head, publishing `final`, and moves its waker
  * into `b` (not full).  Returns false when the queue is empty.
  */
-bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b);
+static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batch *b)
+{
+	sb_waiter *w = sb_waitq_front(q);
+	if (w == NULL)
+		return false;
+	sb_waitq_detach(q, w, final, b);
+	return true;
+}
 
 /*
  * Under the lock: detaches, in FIFO order, every waiter registered with a

@@ -47,7 +47,10 @@ int sb_condvar_init(sb_condvar *cv)
 
 int sb_condvar_destroy(sb_condvar *cv)
 {
-	return sb_waitq_may_have_waiters(sb_waitq_load(&cv->q)) ? -EBUSY : 0;
+	if (sb_waitq_may_have_waiters(sb_waitq_load(&cv->q)))
+		return -EBUSY;
+	sb_waitq_poison(&cv->q);
+	return 0;
 }
 
 void sb_condvar_notify_one(sb_condvar *cv)

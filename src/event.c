@@ -32,13 +32,18 @@ int sb_event_init(sb_event *e, bool set)
 
 int sb_event_destroy(sb_event *e)
 {
-	return sb_waitq_may_have_waiters(sb_waitq_load(&e->q)) ? -EBUSY : 0;
+	if (sb_waitq_may_have_waiters(sb_waitq_load(&e->q)))
+		return -EBUSY;
+	sb_waitq_poison(&e->q);
+	return 0;
 }
 
 bool sb_event_is_set(const sb_event *e)
 {
 	/* acquire: a caller that sees the event set sees what set() published. */
-	return atomic_load_explicit((_Atomic size_t *)&e->q.state, memory_order_acquire) & EV_SET;
+	size_t state = atomic_load_explicit((_Atomic size_t *)&e->q.state, memory_order_acquire);
+	assert(state != SB_WAITQ_DESTROYED && "event used after destroy");
+	return state & EV_SET;
 }
 
 int sb_event_try_wait(const sb_event *e)
@@ -85,6 +90,7 @@ static int event_register(sb_event_wait *f, const sb_waker *w)
 	sb_event *e = f->event;
 	/* acquire: if we find the event set, we see what set() published. */
 	size_t state = atomic_load_explicit(&e->q.state, memory_order_acquire);
+	assert(state != SB_WAITQ_DESTROYED && "event used after destroy");
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&e->q.state, state);
@@ -168,7 +174,10 @@ int sb_auto_event_init(sb_auto_event *e, bool set)
 
 int sb_auto_event_destroy(sb_auto_event *e)
 {
-	return sb_waitq_may_have_waiters(sb_waitq_load(&e->q)) ? -EBUSY : 0;
+	if (sb_waitq_may_have_waiters(sb_waitq_load(&e->q)))
+		return -EBUSY;
+	sb_waitq_poison(&e->q);
+	return 0;
 }
 
 int sb_auto_event_try_wait(sb_auto_event *e)

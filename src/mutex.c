@@ -36,14 +36,10 @@
  * beyond the CASes themselves (contrast waitqueue_active() in Linux).
  */
 #define MUTEX_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
-/* Stored by destroy() so debug builds catch use after destroy. */
-#define MUTEX_DESTROYED (~(size_t)0)
 
 static inline size_t mutex_load(const sb_mutex *m)
 {
-	size_t state = sb_waitq_load(&m->q);
-	assert(state != MUTEX_DESTROYED && "mutex used after destroy");
-	return state;
+	return sb_waitq_load(&m->q);
 }
 
 int sb_mutex_init(sb_mutex *m)
@@ -56,10 +52,7 @@ int sb_mutex_destroy(sb_mutex *m)
 {
 	if (mutex_load(m) != 0)
 		return -EBUSY;
-#ifndef NDEBUG
-	/* relaxed: destroy must not race with any other use. */
-	atomic_store_explicit(&m->q.state, MUTEX_DESTROYED, memory_order_relaxed);
-#endif
+	sb_waitq_poison(&m->q);
 	return 0;
 }
 
@@ -75,7 +68,7 @@ int sb_mutex_try_lock(sb_mutex *m)
 	if (atomic_compare_exchange_strong_explicit(&m->q.state, &expected, MUTEX_LOCKED,
 						    memory_order_acquire, memory_order_relaxed))
 		return 0;
-	assert(expected != MUTEX_DESTROYED && "mutex used after destroy");
+	assert(expected != SB_WAITQ_DESTROYED && "mutex used after destroy");
 	return -EBUSY;
 }
 

@@ -31,8 +31,6 @@
 #define SEM_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 #define SEM_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
 #define SEM_ONE ((size_t)1 << SEM_SHIFT)
-/* Stored by destroy() so debug builds catch use after destroy. */
-#define SEM_DESTROYED (~(size_t)0)
 
 static inline size_t sem_count(size_t state)
 {
@@ -41,9 +39,7 @@ static inline size_t sem_count(size_t state)
 
 static inline size_t sem_load(const sb_semaphore *s)
 {
-	size_t state = sb_waitq_load(&s->q);
-	assert(state != SEM_DESTROYED && "semaphore used after destroy");
-	return state;
+	return sb_waitq_load(&s->q);
 }
 
 int sb_semaphore_init(sb_semaphore *s, size_t permits)
@@ -58,10 +54,7 @@ int sb_semaphore_destroy(sb_semaphore *s)
 {
 	if (sb_waitq_may_have_waiters(sem_load(s)))
 		return -EBUSY;
-#ifndef NDEBUG
-	/* relaxed: destroy must not race with any other use. */
-	atomic_store_explicit(&s->q.state, SEM_DESTROYED, memory_order_relaxed);
-#endif
+	sb_waitq_poison(&s->q);
 	return 0;
 }
 

@@ -93,11 +93,30 @@ static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining
 	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
 }
 
+/*
+ * Stored by a primitive's destroy() in debug builds, so that a later use
+ * trips the assertion in sb_waitq_load() instead of going unnoticed.
+ */
+#define SB_WAITQ_DESTROYED (~(size_t)0)
+
 /* A snapshot of the state word; decisions are confirmed by a CAS. */
 static inline size_t sb_waitq_load(const sb_waitq *q)
 {
 	/* relaxed: only a snapshot, see above. */
-	return atomic_load_explicit((_Atomic size_t *)&q->state, memory_order_relaxed);
+	size_t state = atomic_load_explicit((_Atomic size_t *)&q->state, memory_order_relaxed);
+	assert(state != SB_WAITQ_DESTROYED && "primitive used after destroy");
+	return state;
+}
+
+/* destroy(): poisons the word in debug builds (see SB_WAITQ_DESTROYED). */
+static inline void sb_waitq_poison(sb_waitq *q)
+{
+#ifndef NDEBUG
+	/* relaxed: destroy must not race with any other use. */
+	atomic_store_explicit(&q->state, SB_WAITQ_DESTROYED, memory_order_relaxed);
+#else
+	(void)q;
+#endif
 }
 
 /* True when a lock-free hand-over (release, set) must take the slow path. */
@@ -109,6 +128,9 @@ static inline bool sb_waitq_may_have_waiters(size_t state)
 /* Takes the queue lock, also setting `bits`; returns the word before. */
 static inline size_t sb_waitq_lock(sb_waitq *q, size_t bits)
 {
+#ifndef NDEBUG
+	(void)sb_waitq_load(q); /* a destroyed word looks locked forever */
+#endif
 	return sb_qlock_acquire(&q->state, bits);
 }
 

@@ -193,45 +193,40 @@ void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t 
 	f->status = SB_FUTURE_IDLE;
 }
 
-/* First poll that could not take the permits at once: queue, or finish. */
-static int sem_acquire_enqueue(sb_semaphore_acquire *f, const sb_waker *w)
+/* First poll: take the permits, or queue (one CAS decides which). */
+static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	sb_semaphore *s = f->sem;
+	size_t n = f->permits;
+	if (n > SB_SEMAPHORE_MAX_PERMITS)
+		return -EINVAL;
 	size_t state = sem_load(s);
 	size_t taken;
 	for (;;) {
-		if (state & SB_QLOCK_HELD) {
+		if (state & SEM_CLOSED)
+			return -ESHUTDOWN;
+		if (n == 0)
+			return 0;
+		/* The counter is 0 while anyone waits (and a first waiter holding
+		 * the lock has emptied it): enough permits means nobody waits. */
+		bool take = sem_count(state) >= n && !(state & SB_WAITQ_NONEMPTY);
+		if (!take && (state & SB_QLOCK_HELD)) {
 			state = sb_qlock_wait(&s->q.state, state);
 			continue;
 		}
-		if (state & SEM_CLOSED)
-			return -ESHUTDOWN;
-		/* The counter is 0 while anyone waits; take what it has. */
 		taken = sem_count(state);
-		bool done = taken >= f->permits && !(state & SB_WAITQ_NONEMPTY);
-		size_t next = done ? state - f->permits * SEM_ONE
-				   : (state - taken * SEM_ONE) | SB_QLOCK_HELD;
+		size_t next = take ? state - n * SEM_ONE : (state - taken * SEM_ONE) | SB_QLOCK_HELD;
 		/* acquire: we take permits released by others, or the lock. */
 		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
 							  memory_order_acquire, memory_order_relaxed)) {
-			if (done)
+			if (take)
 				return 0;
 			break;
 		}
 	}
-	sb_waitq_push(&s->q, &f->waiter, f->permits - taken, w);
+	sb_waitq_push(&s->q, &f->waiter, n - taken, w);
 	sb_waitq_unlock(&s->q);
 	return SB_PENDING;
-}
-
-static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
-{
-	if (f->permits > SB_SEMAPHORE_MAX_PERMITS)
-		return -EINVAL;
-	int r = sem_try_take(f->sem, f->permits);
-	if (r != -EAGAIN)
-		return r;
-	return sem_acquire_enqueue(f, w);
 }
 
 int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)

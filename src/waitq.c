@@ -35,12 +35,9 @@ bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_wak
 	return false;
 }
 
-size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
-	size_t remaining = sb_waiter_load(w);
-	if (sb_waiter_is_detached(remaining))
-		return remaining;
-
+	size_t remaining;
 	sb_waker old = SB_NO_WAKER;
 	sb_waitq_lock(q, 0);
 	remaining = sb_waiter_remaining_locked(w);
@@ -51,14 +48,4 @@ size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 	sb_waitq_unlock(q);
 	sb_waitq_after_unlock(NULL, old);
 	return remaining;
-}
-
-int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w, const sb_waker *waker)
-{
-	size_t remaining = sb_waitq_repoll(q, w, waker);
-	if (remaining == SB_WAITER_GRANTED)
-		*status = 0;
-	else if (remaining == SB_WAITER_CLOSED)
-		*status = -ESHUTDOWN;
-	return *status;
 }

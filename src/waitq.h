@@ -276,12 +276,22 @@ void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
  */
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
+/* sb_waitq_repoll() for a waiter still queued: takes the lock. */
+size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+
 /*
  * Owner's poll of a queued waiter: returns the final value if it was
- * detached; otherwise re-registers `waker` (cloning it only if it will not
- * wake the registered one) and returns the amount still owed.
+ * detached (one load, no lock); otherwise re-registers `waker` (cloning it
+ * only if it will not wake the registered one) and returns the amount still
+ * owed.
  */
-size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+{
+	size_t remaining = sb_waiter_load(w);
+	if (sb_waiter_is_detached(remaining))
+		return remaining;
+	return sb_waitq_repoll_queued(q, w, waker);
+}
 
 /*
  * The life of a future, in its `status`: SB_FUTURE_IDLE until the first
@@ -294,7 +304,16 @@ size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
  * was detached records the result (SB_WAITER_GRANTED: 0, SB_WAITER_CLOSED:
  * -ESHUTDOWN).  Returns the status.
  */
-int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+static inline int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w,
+				   const sb_waker *waker)
+{
+	size_t remaining = sb_waitq_repoll(q, w, waker);
+	if (remaining == SB_WAITER_GRANTED)
+		*status = 0;
+	else if (remaining == SB_WAITER_CLOSED)
+		*status = -ESHUTDOWN;
+	return *status;
+}
 
 /*
  * Start of every cancel: marks the future cancelled and returns true when

@@ -176,11 +176,13 @@ static void cv_wait_cancel_fn(void *f)
 	sb_condvar_wait_cancel(f);
 }
 
+const sb_future_ops sb_condvar_wait_ops = { cv_wait_poll_fn, cv_wait_cancel_fn };
+
 int sb_condvar_wait_blocking(sb_condvar *cv, sb_mutex *m, uint64_t timeout_ns)
 {
 	sb_condvar_wait f;
 	sb_condvar_wait_init(&f, cv, m);
-	int r = sb_park_block_on(&f, cv_wait_poll_fn, cv_wait_cancel_fn, timeout_ns);
+	int r = sb_park_block_on(&f, &sb_condvar_wait_ops, timeout_ns);
 	if (r == -ETIMEDOUT)
 		sb_mutex_lock_blocking(m, SB_TIMEOUT_INFINITE);
 	return r;

@@ -146,11 +146,13 @@ static void event_wait_cancel_fn(void *f)
 	sb_event_wait_cancel(f);
 }
 
+const sb_future_ops sb_event_wait_ops = { event_wait_poll_fn, event_wait_cancel_fn };
+
 int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns)
 {
 	sb_event_wait f;
 	sb_event_wait_init(&f, e);
-	return sb_park_block_on(&f, event_wait_poll_fn, event_wait_cancel_fn, timeout_ns);
+	return sb_park_block_on(&f, &sb_event_wait_ops, timeout_ns);
 }
 
 /* ------------------------------------------------------------------------
@@ -281,9 +283,11 @@ static void auto_event_wait_cancel_fn(void *f)
 	sb_auto_event_wait_cancel(f);
 }
 
+const sb_future_ops sb_auto_event_wait_ops = { auto_event_wait_poll_fn, auto_event_wait_cancel_fn };
+
 int sb_auto_event_wait_blocking(sb_auto_event *e, uint64_t timeout_ns)
 {
 	sb_auto_event_wait f;
 	sb_auto_event_wait_init(&f, e);
-	return sb_park_block_on(&f, auto_event_wait_poll_fn, auto_event_wait_cancel_fn, timeout_ns);
+	return sb_park_block_on(&f, &sb_auto_event_wait_ops, timeout_ns);
 }

@@ -181,9 +181,11 @@ static void mutex_lock_cancel_fn(void *f)
 	sb_mutex_lock_cancel(f);
 }
 
+const sb_future_ops sb_mutex_lock_ops = { mutex_lock_poll_fn, mutex_lock_cancel_fn };
+
 int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 {
 	sb_mutex_lock f;
 	sb_mutex_lock_init(&f, m);
-	return sb_park_block_on(&f, mutex_lock_poll_fn, mutex_lock_cancel_fn, timeout_ns);
+	return sb_park_block_on(&f, &sb_mutex_lock_ops, timeout_ns);
 }

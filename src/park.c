@@ -111,7 +111,7 @@ static void park_wait_for_no_refs(sb_parker *p)
 	}
 }
 
-int sb_park_block_on(void *future, sb_poll_fn poll, sb_cancel_fn cancel, uint64_t timeout_ns)
+int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
 {
 	sb_parker parker = { 0 };
 	const sb_waker waker = { &park_vtable, &parker };
@@ -125,13 +125,13 @@ int sb_park_block_on(void *future, sb_poll_fn poll, sb_cancel_fn cancel, uint64_
 	for (;;) {
 		/* acquire: a wake before this poll is seen by it. */
 		atomic_fetch_and_explicit(&parker.word, ~PARK_WOKEN, memory_order_acquire);
-		r = poll(future, &waker);
+		r = ops->poll(future, &waker);
 		if (r <= 0)
 			break;
 		if (!park_until_woken(&parker, deadline)) {
-			r = poll(future, &waker);
+			r = ops->poll(future, &waker);
 			if (r > 0) {
-				cancel(future);
+				ops->cancel(future);
 				r = -ETIMEDOUT;
 			}
 			break;

@@ -10,9 +10,6 @@
 
 #include <syncband/future.h>
 
-typedef int (*sb_poll_fn)(void *future, const sb_waker *waker);
-typedef void (*sb_cancel_fn)(void *future);
-
 /*
  * Polls `future` until it completes, parking between polls.  When
  * `timeout_ns` passes first (SB_TIMEOUT_INFINITE: never), polls once more,
@@ -20,6 +17,6 @@ typedef void (*sb_cancel_fn)(void *future);
  * clone of its waker has been woken or dropped, so no waker outlives the
  * parker on this thread's stack.
  */
-int sb_park_block_on(void *future, sb_poll_fn poll, sb_cancel_fn cancel, uint64_t timeout_ns);
+int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns);
 
 #endif

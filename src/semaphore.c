@@ -266,9 +266,11 @@ static void sem_acquire_cancel_fn(void *f)
 	sb_semaphore_acquire_cancel(f);
 }
 
+const sb_future_ops sb_semaphore_acquire_ops = { sem_acquire_poll_fn, sem_acquire_cancel_fn };
+
 int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns)
 {
 	sb_semaphore_acquire f;
 	sb_semaphore_acquire_init(&f, s, n);
-	return sb_park_block_on(&f, sem_acquire_poll_fn, sem_acquire_cancel_fn, timeout_ns);
+	return sb_park_block_on(&f, &sb_semaphore_acquire_ops, timeout_ns);
 }

@@ -94,6 +94,9 @@ SB_API void sb_condvar_wait_cancel(sb_condvar_wait *f);
  */
 SB_API int sb_condvar_wait_blocking(sb_condvar *cv, sb_mutex *m, uint64_t timeout_ns);
 
+/* This future through sb_future_ops (executor combinators, sb_block_on). */
+SB_API extern const sb_future_ops sb_condvar_wait_ops;
+
 #ifdef __cplusplus
 }
 #endif

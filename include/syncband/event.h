@@ -94,6 +94,9 @@ SB_API void sb_event_wait_cancel(sb_event_wait *f);
 /* Blocks the thread until set: 0 or -ETIMEDOUT. */
 SB_API int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns);
 
+/* This future through sb_future_ops (executor combinators, sb_block_on). */
+SB_API extern const sb_future_ops sb_event_wait_ops;
+
 /* --- auto-reset --- */
 
 /* Always returns 0. */
@@ -112,6 +115,9 @@ SB_API int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w);
 SB_API void sb_auto_event_wait_cancel(sb_auto_event_wait *f);
 /* Blocks the thread until it takes a signal: 0 or -ETIMEDOUT. */
 SB_API int sb_auto_event_wait_blocking(sb_auto_event *e, uint64_t timeout_ns);
+
+/* This future through sb_future_ops (executor combinators, sb_block_on). */
+SB_API extern const sb_future_ops sb_auto_event_wait_ops;
 
 #ifdef __cplusplus
 }

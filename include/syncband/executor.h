@@ -69,14 +69,7 @@ extern "C" {
 #define SB_CONTAINER_OF(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-/*
- * A future seen through two function pointers, so that combinators
- * (sb_timeout) and sb_block_on can drive any syncband future.
- */
-typedef struct sb_future_ops {
-	int (*poll)(void *future, const sb_waker *waker);
-	void (*cancel)(void *future);
-} sb_future_ops;
+/* sb_future_ops (future.h) lets sb_timeout and sb_block_on drive any future. */
 
 /* ------------------------------------------------------------------ tasks */
 
@@ -342,12 +335,12 @@ SB_API int sb_timeout_poll(sb_timeout *t, const sb_waker *w);
 /* Cancels inner and the timer; no-op once done. */
 SB_API void sb_timeout_cancel(sb_timeout *t);
 
-/* Ready-made sb_future_ops for the futures above and the core's. */
+/* Ready-made sb_future_ops for the futures above (the core's primitives
+ * export theirs: sb_semaphore_acquire_ops, sb_mutex_lock_ops, ...). */
 SB_API extern const sb_future_ops sb_yield_ops;
 SB_API extern const sb_future_ops sb_sleep_ops;
 SB_API extern const sb_future_ops sb_timeout_ops;
 SB_API extern const sb_future_ops sb_join_ops;
-SB_API extern const sb_future_ops sb_semaphore_acquire_ops;
 
 /* ------------------------------------------------------ executor group */
 

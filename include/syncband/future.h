@@ -91,6 +91,17 @@ static inline void sb_waker_drop(sb_waker w)
 	w.vtable->drop(w.data);
 }
 
+/*
+ * A future seen through two function pointers, so that combinators (the
+ * executor's sb_timeout), sb_block_on and the blocking waits can drive any
+ * syncband future.  Every primitive exports one for its future, e.g.
+ * sb_semaphore_acquire_ops.
+ */
+typedef struct sb_future_ops {
+	int (*poll)(void *future, const sb_waker *waker);
+	void (*cancel)(void *future);
+} sb_future_ops;
+
 /* A waker whose every operation does nothing; for tests and benchmarks. */
 SB_API sb_waker sb_waker_noop(void);
 

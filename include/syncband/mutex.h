@@ -94,6 +94,9 @@ SB_API void sb_mutex_lock_cancel(sb_mutex_lock *f);
  */
 SB_API int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns);
 
+/* This future through sb_future_ops (executor combinators, sb_block_on). */
+SB_API extern const sb_future_ops sb_mutex_lock_ops;
+
 #ifdef __cplusplus
 }
 #endif

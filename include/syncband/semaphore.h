@@ -119,6 +119,9 @@ SB_API void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f);
  */
 SB_API int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns);
 
+/* This future through sb_future_ops (executor combinators, sb_block_on). */
+SB_API extern const sb_future_ops sb_semaphore_acquire_ops;
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,17 +59,8 @@ static void join_cancel(void *f)
 {
 	sb_join_cancel(f);
 }
-static int acquire_poll(void *f, const sb_waker *w)
-{
-	return sb_semaphore_acquire_poll(f, w);
-}
-static void acquire_cancel(void *f)
-{
-	sb_semaphore_acquire_cancel(f);
-}
 
 const sb_future_ops sb_yield_ops = { yield_poll, yield_cancel };
 const sb_future_ops sb_sleep_ops = { sleep_poll, sleep_cancel };
 const sb_future_ops sb_timeout_ops = { timeout_poll, timeout_cancel };
 const sb_future_ops sb_join_ops = { join_poll, join_cancel };
-const sb_future_ops sb_semaphore_acquire_ops = { acquire_poll, acquire_cancel };

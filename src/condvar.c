@@ -36,6 +36,7 @@ enum {
 	CV_LOCKING_ONE,   /* notified by notify_one, re-acquiring the mutex */
 	CV_LOCKING_ALL,   /* notified by notify_all, re-acquiring the mutex */
 	CV_DONE,          /* holds the mutex */
+	CV_FAILED,        /* first poll found the mutex unlocked: -EPERM, done */
 	CV_CANCELLED,
 };
 
@@ -107,8 +108,10 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 {
 	switch (f->phase) {
 	case CV_IDLE:
-		if (!sb_mutex_is_locked(f->lock.mutex))
+		if (!sb_mutex_is_locked(f->lock.mutex)) {
+			f->phase = CV_FAILED;
 			return -EPERM;
+		}
 		cv_register(f, w);
 		f->phase = CV_WAITING;
 		/* Registered first, so a notify from now on finds us. */
@@ -128,6 +131,8 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 		return 0;
 	case CV_DONE:
 		return 0;
+	case CV_FAILED:
+		return -EPERM;
 	default:
 		return -ECANCELED;
 	}
@@ -136,7 +141,7 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 void sb_condvar_wait_cancel(sb_condvar_wait *f)
 {
 	int phase = f->phase;
-	if (phase == CV_DONE || phase == CV_CANCELLED)
+	if (phase == CV_DONE || phase == CV_FAILED || phase == CV_CANCELLED)
 		return;
 	f->phase = CV_CANCELLED;
 	sb_condvar *cv = f->cv;

@@ -24,13 +24,22 @@
  * waiter's `remaining` under the lock (direct handoff, strict FIFO), and
  * only the head can hold a partial grant.
  *
- * The count field holds 2 * SB_SEMAPHORE_MAX_PERMITS + 1.  Checked paths
- * keep it at or below the maximum; returning a grant that is already out
- * (cancel) is never refused, and may briefly exceed it, without wrapping.
+ * The count field holds SEM_COUNT_CAP = 2 * SB_SEMAPHORE_MAX_PERMITS + 1.
+ * release() keeps it at or below the maximum.  Returning a grant that is
+ * already out (cancel) is never refused and may take it past the maximum;
+ * past SEM_COUNT_CAP it saturates instead of wrapping (see semaphore.h).
  */
 #define SEM_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 #define SEM_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
 #define SEM_ONE ((size_t)1 << SEM_SHIFT)
+#define SEM_COUNT_CAP (SIZE_MAX >> SEM_SHIFT)
+_Static_assert(SEM_COUNT_CAP == 2 * SB_SEMAPHORE_MAX_PERMITS + 1, "count field headroom");
+
+/* The most of `n` that fits in the count field on top of `count`. */
+static inline size_t sem_fit(size_t count, size_t n)
+{
+	return n > SEM_COUNT_CAP - count ? SEM_COUNT_CAP - count : n;
+}
 
 static inline size_t sem_count(size_t state)
 {
@@ -126,6 +135,10 @@ static void sem_grant_and_unlock(sb_semaphore *s, size_t n, sb_waker drop)
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	size_t left = sem_grant_locked(s, n, &batch);
+	if (left)
+		/* While we hold the lock the count can only fall (lock-free
+		 * releases take the slow path), so fitting it now is enough. */
+		left = sem_fit(sem_count(sem_load(s)), left);
 	/* release (in the unlock): a lock-free taker of the rest sees our writes. */
 	sb_waitq_unlock_update(&s->q, 0, left * SEM_ONE);
 	sb_waitq_after_unlock(&batch, drop);
@@ -138,9 +151,10 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	while (!sb_waitq_may_have_waiters(state)) {
 		if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n)
 			return -EOVERFLOW;
+		size_t add = checked ? n : sem_fit(sem_count(state), n);
 		/* release: whoever takes these permits sees our writes; relaxed on
 		 * failure, the loop re-reads and re-decides. */
-		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state + n * SEM_ONE,
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state + add * SEM_ONE,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}

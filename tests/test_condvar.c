@@ -89,6 +89,13 @@ static void first_poll_with_an_unlocked_mutex_is_refused(void **state)
 	sb_condvar_wait_init(&f, &cv, &m);
 	assert_int_equal(poll_with(&f, &c), -EPERM);
 	assert_int_equal(atomic_load(&c.clones), 0);
+	/* the failed wait is done: polling repeats the error, cancel does
+	 * nothing, even once someone else holds the mutex */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f, &c), -EPERM);
+	sb_condvar_wait_cancel(&f);
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(sb_condvar_destroy(&cv), 0);
 	assert_int_equal(sb_condvar_wait_blocking(&cv, &m, 0), -EPERM);
 	assert_false(sb_mutex_is_locked(&m));

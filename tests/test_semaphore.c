@@ -396,6 +396,29 @@ static void release_overflow_with_a_waiter_queued_changes_nothing(void **state)
 	assert_int_equal(poll_with(&a, &c), 0);
 }
 
+/* Found by the fuzzer: cancelled grants used to wrap the counter. */
+static void returned_grants_saturate_the_counter_instead_of_wrapping(void **state)
+{
+	(void)state;
+	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a, b;
+	sb_semaphore_acquire_init(&a, &s, max);
+	sb_semaphore_acquire_init(&b, &s, max);
+	assert_int_equal(poll_noop(&a), SB_PENDING);
+	assert_int_equal(poll_noop(&b), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, max), 0); /* a granted */
+	assert_int_equal(sb_semaphore_release(&s, max), 0); /* b granted */
+	assert_int_equal(sb_semaphore_release(&s, max), 0); /* counter: max */
+	sb_semaphore_acquire_cancel(&a);                    /* counter: 2 max */
+	assert_int_equal(sb_semaphore_available(&s), 2 * max);
+	sb_semaphore_acquire_cancel(&b);                    /* saturates */
+	assert_int_equal(sb_semaphore_available(&s), 2 * max + 1);
+	assert_int_equal(sb_semaphore_release(&s, 1), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_try_acquire(&s, max), 0);
+	assert_int_equal(sb_semaphore_available(&s), max + 1);
+}
+
 static void oversize_acquire_fails_cleanly(void **state)
 {
 	(void)state;
@@ -560,6 +583,7 @@ int main(void)
 		cmocka_unit_test(close_wakes_all_waiters_with_the_error_and_later_acquires_fail),
 		cmocka_unit_test(release_overflow_returns_the_error_and_changes_nothing),
 		cmocka_unit_test(release_overflow_with_a_waiter_queued_changes_nothing),
+		cmocka_unit_test(returned_grants_saturate_the_counter_instead_of_wrapping),
 		cmocka_unit_test(oversize_acquire_fails_cleanly),
 		cmocka_unit_test(destroy_with_waiters_reports_busy_and_keeps_the_semaphore_usable),
 		cmocka_unit_test(repolling_with_the_same_waker_does_not_clone_again),

@@ -64,7 +64,10 @@ typedef struct sb_condvar_wait {
 /* Always returns 0. */
 SB_API int sb_condvar_init(sb_condvar *cv);
 
-/* Returns 0, or -EBUSY while futures are registered (the condvar stays usable). */
+/*
+ * Returns 0, or -EBUSY while futures are registered (the condvar stays
+ * usable).  Every wait on it must have completed or been cancelled first.
+ */
 SB_API int sb_condvar_destroy(sb_condvar *cv);
 
 /* Notifies the oldest registered wait, if any.  Never waits.  Release ordering. */

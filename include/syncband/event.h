@@ -30,7 +30,8 @@
  *
  * Errors
  *   -EAGAIN      try_wait(): not set / no signal
- *   -EBUSY       destroy() while futures are registered (the event stays usable)
+ *   -EBUSY       destroy() while futures are registered (the event stays usable);
+ *                every wait must have completed or been cancelled before destroy
  *   -ETIMEDOUT   *_wait_blocking() ran out of time
  *   -ECANCELED   poll of a future after its cancel
  */

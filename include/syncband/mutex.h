@@ -54,7 +54,8 @@ SB_API int sb_mutex_init(sb_mutex *m);
 
 /*
  * Returns 0, or -EBUSY when the mutex is locked or futures are queued (it
- * stays usable).  The mutex must not be used after a successful destroy.
+ * stays usable).  The mutex must not be used after a successful destroy, and
+ * every lock future on it must have completed or been cancelled first.
  */
 SB_API int sb_mutex_destroy(sb_mutex *m);
 

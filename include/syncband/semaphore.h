@@ -14,6 +14,11 @@
  *   - close() completes every waiter with -ESHUTDOWN (their partial grants go
  *     back to the counter) and makes later acquires fail the same way.
  *     release() keeps working after close, so holders can still return permits.
+ *   - Permits in circulation (in the counter, held, or granted to futures)
+ *     must stay within SB_SEMAPHORE_MAX_PERMITS.  release() refuses with
+ *     -EOVERFLOW when the counter alone would pass it; permits handed back by
+ *     cancel are never refused, and should they take the counter past
+ *     2 * SB_SEMAPHORE_MAX_PERMITS + 1, it saturates there instead of wrapping.
  *
  * Memory ordering: a release() happens-before the acquire it satisfies, fast
  * path or handoff alike.
@@ -29,6 +34,7 @@
  *   -ESHUTDOWN   the semaphore is closed (acquires only)
  *   -EBUSY       destroy() while futures are queued
  *   -ETIMEDOUT   acquire_blocking() ran out of time
+ *   -ECANCELED   poll of a future after its cancel
  */
 #ifndef SYNCBAND_SEMAPHORE_H
 #define SYNCBAND_SEMAPHORE_H
@@ -63,7 +69,9 @@ SB_API int sb_semaphore_init(sb_semaphore *s, size_t permits);
 
 /*
  * Returns 0, or -EBUSY when futures are still queued (the semaphore stays
- * usable).  The semaphore must not be used after a successful destroy.
+ * usable).  The semaphore must not be used after a successful destroy, and
+ * every future on it must have completed or been cancelled first (a granted
+ * future that was never polled again still returns its permits on cancel).
  */
 SB_API int sb_semaphore_destroy(sb_semaphore *s);
 

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// bench/contention.cc - contention/{mutex,semaphore}-N-threads on plain
+// threads: N threads hammer one mutex (lock, increment a shared counter,
+// unlock) or one K-permit semaphore (acquire 1, release 1).  The work equals
+// bench/peers' "N executor threads x 64 tasks x R operations": here each of
+// the N threads does 64 x R operations itself, and the result is ns per
+// operation over all threads, time / (N x 64 x R).
+//
+//   syncband-blocking  sb_mutex_lock_blocking / sb_semaphore_acquire_blocking
+//                      (a waiting thread parks on a futex), sb_*_unlock/release
+//   pthread            pthread_mutex_t (default type): the mutex row's baseline
+//   sem_t              POSIX sem_wait / sem_post: the semaphore row's baseline
+//
+// The row named plain "syncband" is in executor.cc: N executor threads x 64
+// tasks polling the futures, the same work the peers do on their runtimes.
+//
+// The threads are created before the timed segment and wait for a start
+// flag; the segment runs from the start flag until the last thread is
+// joined.  Afterwards the counter must equal N x 64 x R (mutual exclusion
+// held) and all K permits must be back.
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <syncband/mutex.h>
+#include <syncband/semaphore.h>
+
+#include "harness.h"
+
+namespace {
+
+using sbb::expect;
+
+// Operations per thread per round, after bench/peers' 64 tasks per thread.
+constexpr uint64_t TASKS_PER_THREAD = 64;
+
+uint64_t operations(const sbb::Params &p)
+{
+	return (uint64_t)p.threads * TASKS_PER_THREAD * p.rounds;
+}
+
+// Runs body(ops_per_thread) on p.threads threads, timing from the start flag
+// to the last join.  Thread creation stays outside the segment.
+template <class Body> void run_threads(const sbb::Params &p, sbb::Meter &m, Body body)
+{
+	// release/acquire on `go`: the setup the main thread did is visible to
+	// the workers; `ready` only counts (relaxed is enough, the workers'
+	// own work is ordered by the joins).
+	std::atomic<unsigned> ready{0};
+	std::atomic<bool> go{false};
+	const uint64_t ops = TASKS_PER_THREAD * p.rounds;
+	std::vector<std::thread> threads;
+	threads.reserve(p.threads);
+	for (unsigned i = 0; i < p.threads; i++)
+		threads.emplace_back([&] {
+			ready.fetch_add(1, std::memory_order_relaxed);
+			while (!go.load(std::memory_order_acquire))
+				sched_yield();
+			body(ops);
+		});
+	while (ready.load(std::memory_order_relaxed) < p.threads)
+		sched_yield();
+	m.start();
+	go.store(true, std::memory_order_release);
+	for (std::thread &t : threads)
+		t.join();
+	m.stop();
+}
+
+uint64_t syncband_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	sb_mutex mutex;
+	sb_mutex *mx = sbb::escape(&mutex);
+	expect(sb_mutex_init(mx), 0, "init");
+	uint64_t counter = 0; // guarded by the mutex
+	run_threads(p, m, [&](uint64_t ops) {
+		for (uint64_t i = 0; i < ops; i++) {
+			expect(sb_mutex_lock_blocking(mx, SB_TIMEOUT_INFINITE), 0, "lock_blocking");
+			counter++;
+			expect(sb_mutex_unlock(mx), 0, "unlock");
+		}
+	});
+	expect((long)counter, (long)operations(p), "no update lost under the mutex");
+	expect(sb_mutex_destroy(mx), 0, "destroy");
+	return operations(p);
+}
+SBB_BATCH(syncband_mutex, "contention/mutex-N-threads", sbb::SYNCBAND_BLOCKING, 10000);
+
+uint64_t pthread_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_t *mx = sbb::escape(&mutex);
+	uint64_t counter = 0; // guarded by the mutex
+	run_threads(p, m, [&](uint64_t ops) {
+		for (uint64_t i = 0; i < ops; i++) {
+			expect(pthread_mutex_lock(mx), 0, "pthread_mutex_lock");
+			counter++;
+			expect(pthread_mutex_unlock(mx), 0, "pthread_mutex_unlock");
+		}
+	});
+	expect((long)counter, (long)operations(p), "no update lost under the mutex");
+	expect(pthread_mutex_destroy(mx), 0, "pthread_mutex_destroy");
+	return operations(p);
+}
+SBB_BATCH(pthread_mutex, "contention/mutex-N-threads", sbb::PTHREAD, 10000);
+
+uint64_t syncband_semaphore(const sbb::Params &p, sbb::Meter &m)
+{
+	sb_semaphore sem;
+	sb_semaphore *s = sbb::escape(&sem);
+	expect(sb_semaphore_init(s, p.permits), 0, "init");
+	run_threads(p, m, [&](uint64_t ops) {
+		for (uint64_t i = 0; i < ops; i++) {
+			expect(sb_semaphore_acquire_blocking(s, 1, SB_TIMEOUT_INFINITE), 0,
+			       "acquire_blocking(1)");
+			expect(sb_semaphore_release(s, 1), 0, "release(1)");
+		}
+	});
+	expect((long)sb_semaphore_available(s), (long)p.permits, "every permit is back");
+	expect(sb_semaphore_destroy(s), 0, "destroy");
+	return operations(p);
+}
+SBB_BATCH(syncband_semaphore, "contention/semaphore-N-threads", sbb::SYNCBAND_BLOCKING, 10000);
+
+uint64_t posix_semaphore(const sbb::Params &p, sbb::Meter &m)
+{
+	sem_t sem;
+	sem_t *s = sbb::escape(&sem);
+	expect(sem_init(s, 0, p.permits), 0, "sem_init");
+	run_threads(p, m, [&](uint64_t ops) {
+		for (uint64_t i = 0; i < ops; i++) {
+			expect(sem_wait(s), 0, "sem_wait");
+			expect(sem_post(s), 0, "sem_post");
+		}
+	});
+	int value = -1;
+	expect(sem_getvalue(s, &value), 0, "sem_getvalue");
+	expect(value, (long)p.permits, "every permit is back");
+	expect(sem_destroy(s), 0, "sem_destroy");
+	return operations(p);
+}
+SBB_BATCH(posix_semaphore, "contention/semaphore-N-threads", sbb::SEM_T, 10000);
+
+} // namespace

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// bench/harness.h - the small harness every syncband benchmark binary shares.
+//
+// A benchmark binary is one .cc file that registers (scenario, impl) rows and
+// links harness.cc, which provides main().  main() has two faces:
+//
+//   bench_x --list                         "<scenario> <impl> <default rounds>" a line
+//   bench_x --run <scenario> [<impl>] [--batches B] [--rounds R]
+//           [--threads N] [--permits K]
+//       one untimed warm-up batch (allocations are counted in it, and only
+//       in it), then B timed batches (default 1) of R rounds (default: the
+//       row's count from BENCHMARKS.md); prints, exactly like bench/peers,
+//         BATCH <scenario> <impl> <ns_per_round>            one per batch
+//         RESULT <scenario> <impl> <median_ns> allocs_per_round=<x>
+//   bench_x [--benchmark_filter=...]      google-benchmark's own runner: every
+//       row is registered with ->Iterations(rounds) (round rows) or as one
+//       manually timed batch (thread rows), so its own output works too.
+//
+// A wrong Pending/Ready (or any failed check) prints what went wrong and
+// calls abort(): checks hold in Release builds too (no assert()).
+#ifndef SYNCBAND_BENCH_HARNESS_H
+#define SYNCBAND_BENCH_HARNESS_H
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include <syncband/future.h>
+
+namespace sbb {
+
+// Impl names, as printed in the BATCH/RESULT lines.
+constexpr const char *SYNCBAND = "syncband";
+// contention rows on plain threads with the blocking waits (contention.cc)
+constexpr const char *SYNCBAND_BLOCKING = "syncband-blocking";
+constexpr const char *PTHREAD = "pthread";
+constexpr const char *SEM_T = "sem_t";
+constexpr const char *C_ATOMIC = "c-atomic";
+
+// What one batch is asked to do.
+struct Params {
+	uint64_t rounds;   // rounds in the batch (contention rows: ops per task)
+	unsigned threads;  // threads of the thread rows
+	unsigned permits;  // permits of the contention semaphore
+};
+
+// Default threads and permits, the same as bench/peers.
+constexpr unsigned DEFAULT_THREADS = 2;
+constexpr unsigned DEFAULT_PERMITS = 5;
+
+// ---------------------------------------------------------------- allocations
+
+// Allocations counted so far (malloc, calloc, realloc, posix_memalign,
+// aligned_alloc, memalign; harness.cc interposes them).  Counting is on only
+// while set_counting(true): in the warm-up batch.
+uint64_t allocations();
+void set_counting(bool on);
+
+// ---------------------------------------------------------------- the meter
+
+inline uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+// Times the measured segments of a batch and counts the allocations made in
+// them.  Setup and teardown stay outside the segments.
+class Meter {
+public:
+	void start()
+	{
+		start_allocs_ = allocations();
+		start_ns_ = now_ns();
+	}
+	void stop()
+	{
+		uint64_t t = now_ns();
+		elapsed_ns_ += t - start_ns_;
+		allocs_ += allocations() - start_allocs_;
+	}
+	uint64_t elapsed_ns() const { return elapsed_ns_; }
+	uint64_t allocs() const { return allocs_; }
+
+private:
+	uint64_t start_ns_ = 0, start_allocs_ = 0, elapsed_ns_ = 0, allocs_ = 0;
+};
+
+// ---------------------------------------------------------------- checks
+
+[[noreturn]] void wrong_result(const char *step, long expected, long got);
+
+// Aborts the run unless `got == want`.  Inlined; the failure path is cold.
+inline void expect(long got, long want, const char *step)
+{
+	if (__builtin_expect(got != want, 0))
+		wrong_result(step, want, got);
+}
+
+// Makes the compiler forget what it knows about `p` (as Rust's black_box):
+// the object is treated as escaped.
+template <class T> inline T *escape(T *p)
+{
+	asm volatile("" : "+r"(p) : : "memory");
+	return p;
+}
+
+// The no-op waker every single-thread scenario polls with (made once, before
+// main(), so that fetching it costs nothing in the timed loops).
+inline const sb_waker g_noop_waker = sb_waker_noop();
+inline const sb_waker *noop()
+{
+	return &g_noop_waker;
+}
+
+// ---------------------------------------------------------------- registry
+
+// One batch: does the work for `p`, timing it with `m`; returns how many
+// units (rounds, or operations for thread rows) the time is divided by.
+using BatchFn = uint64_t (*)(const Params &p, Meter &m);
+using GbenchFn = void (*)(benchmark::State &st);
+
+struct Row {
+	const char *scenario;  // contention rows end in "-N-threads"
+	const char *impl;
+	uint64_t rounds;       // default rounds per batch
+	BatchFn batch;
+	GbenchFn gbench;       // google-benchmark body
+	bool per_round;        // gbench: Iterations(rounds); else one manual batch
+};
+
+void add_row(const Row &row);
+
+struct Register {
+	explicit Register(const Row &row) { add_row(row); }
+};
+
+// A round scenario S: S(const Params &) sets up (untimed); S::round() is one
+// round (timed); S::finish() tears down and checks final state (untimed).
+template <class S> uint64_t round_batch(const Params &p, Meter &m)
+{
+	S s(p);
+	m.start();
+	for (uint64_t i = 0; i < p.rounds; i++)
+		s.round();
+	m.stop();
+	s.finish();
+	return p.rounds;
+}
+
+template <class S> void round_gbench(benchmark::State &st)
+{
+	Params p{(uint64_t)st.max_iterations, DEFAULT_THREADS, DEFAULT_PERMITS};
+	S s(p);
+	for (auto _ : st)
+		s.round();
+	s.finish();
+}
+
+// google-benchmark body of a row timed as whole batches (thread rows): one
+// iteration is one batch of the default rounds, timed by its own meter.
+template <BatchFn F, uint64_t Rounds> void batch_gbench(benchmark::State &st)
+{
+	Params p{Rounds, DEFAULT_THREADS, DEFAULT_PERMITS};
+	double ns_per_unit = 0;
+	for (auto _ : st) {
+		Meter m;
+		uint64_t units = F(p, m);
+		st.SetIterationTime((double)m.elapsed_ns() / 1e9);
+		ns_per_unit = (double)m.elapsed_ns() / (double)units;
+	}
+	st.counters["ns_per_round"] = ns_per_unit;
+}
+
+} // namespace sbb
+
+#define SBB_CAT2(a, b) a##b
+#define SBB_CAT(a, b) SBB_CAT2(a, b)
+
+// Registers round scenario S as (scenario, impl) with `rounds` per batch.
+#define SBB_ROUNDS(S, scenario, impl, rounds)                                          \
+	static sbb::Register SBB_CAT(sbb_row_, __LINE__)(sbb::Row{                     \
+		scenario, impl, rounds, &sbb::round_batch<S>, &sbb::round_gbench<S>, true})
+
+// Registers batch function F (a thread row) with `rounds` per batch.
+#define SBB_BATCH(F, scenario, impl, rounds)                                           \
+	static sbb::Register SBB_CAT(sbb_row_, __LINE__)(sbb::Row{                     \
+		scenario, impl, rounds, &F, &sbb::batch_gbench<&F, rounds>, false})
+
+#endif // SYNCBAND_BENCH_HARNESS_H

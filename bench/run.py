@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/run.py - runs syncband's C benchmarks and the Rust peers interleaved
+and prints one table (BENCHMARKS.md's method).
+
+It builds nothing: give it the directory of the C benchmark binaries
+(bench_* from bench/CMakeLists.txt) and the peers binary (bench/peers).
+
+    bench/run.py --bin-dir build/bench/bench --peers PATH [--out build/bench]
+                 [--quick | --smoke] [--repeat N] [FILTER ...]
+
+Every (scenario, impl) pair is one invocation of a binary with --batches 1:
+an untimed warm-up batch (allocations are counted there), then one timed
+batch.  For each repetition, for each scenario, one batch of every
+implementation runs, the starting implementation rotating from one
+repetition to the next.  Per pair the table shows the median of its batches,
+their min-max, the allocations per round, and each median's ratio to
+syncband's.  FILTER words keep the scenarios whose name contains one of them.
+
+--quick: 3 repetitions of 1/100 of the rounds.  --smoke: every pair once
+with 10 rounds; exits non-zero unless every pair printed its RESULT line.
+Writes OUT/results.json and OUT/results.svg (not in --smoke mode).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+# BENCHMARKS.md's order; scenarios not listed here follow in discovery order.
+SCENARIO_ORDER = [
+    "semaphore/pending-handoff",
+    "semaphore/reused-handoff",
+    "semaphore/reused-handoff-guard-drop",
+    "semaphore/try-one-and-return",
+    "mutex/uncontended-reuse",
+    "mutex/four-queued-waiters",
+    "notify/fresh-one-waiter",
+    "notify/reused-one-waiter",
+    "event/fan-out-16",
+    "condvar/notify-one-waiter",
+    "baseline/cas-acquire+store-release",
+    "executor/create",
+    "executor/spawn-one",
+    "executor/spawn-batch",
+    "executor/spawn-many-local",
+    "executor/spawn-recursively",
+    "executor/yield-now",
+    "executor/channels",
+    "executor/queued-handoff",
+    "contention/mutex-2-threads",
+    "contention/semaphore-2-threads",
+    "notify/fan-out-10",
+    "notify/fan-out-100",
+    "notify/fan-out-500",
+]
+
+# The primitive scenarios: BENCHMARKS.md wants 0 allocations per round on
+# syncband for every one of them, fresh or reused.
+PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:10])
+
+EXECUTOR_PEERS = ("tokio-current-thread", "async-executor")
+CONTENTION_PEERS = ("tokio", "async-lock")
+
+# BENCHMARKS.md's targets: syncband's median <= factor x the reference's
+# median.  The reference is one impl, or the fastest of several.
+TARGETS = {
+    "semaphore/pending-handoff": [(0.40, ("tokio",))],
+    "semaphore/reused-handoff": [(0.50, ("tokio",))],
+    "semaphore/try-one-and-return": [(0.80, ("async-lock",))],
+    "mutex/uncontended-reuse": [(0.75, ("async-lock",)), (1.10, ("pthread",))],
+    "mutex/four-queued-waiters": [(0.50, ("tokio",))],
+    "notify/fresh-one-waiter": [(0.60, ("tokio",))],
+    "notify/reused-one-waiter": [(0.60, ("tokio",))],
+    "executor/spawn-one": [(0.70, EXECUTOR_PEERS)],
+    "executor/yield-now": [(0.70, EXECUTOR_PEERS)],
+    "executor/channels": [(0.70, EXECUTOR_PEERS)],
+    "executor/queued-handoff": [(0.50, ("tokio-current-thread",))],
+    "contention/mutex-2-threads": [(1.00, ("pthread",))],
+    "contention/semaphore-2-threads": [(1.00, CONTENTION_PEERS)],
+}
+
+RESULT_RE = re.compile(
+    r"^RESULT (\S+) (\S+) ([0-9]+\.[0-9]{3}) allocs_per_round=([0-9]+(?:\.[0-9]{1,3})?)$")
+BATCH_RE = re.compile(r"^BATCH (\S+) (\S+) ([0-9]+\.[0-9]{3})$")
+
+QUICK_REPEAT = 3
+SMOKE_ROUNDS = 10
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def is_syncband(impl):
+    return impl == "syncband" or impl.startswith("syncband-")
+
+
+class Pair:
+    def __init__(self, scenario, impl, cmd, rounds, side):
+        self.scenario = scenario
+        self.impl = impl
+        self.cmd = cmd          # argv prefix; "<scenario> <impl> --batches 1 ..." follow
+        self.rounds = rounds    # default rounds, when the binary told us
+        self.side = side        # "c" or "peers"
+        self.samples = []       # ns per round, one per timed batch
+        self.allocs = []        # allocs_per_round, one per invocation
+        self.errors = []
+
+    def stats(self):
+        if not self.samples:
+            return None
+        return {
+            "median": statistics.median(self.samples),
+            "min": min(self.samples),
+            "max": max(self.samples),
+            # The largest count seen: an allocation in any run shows.
+            "allocs": max(self.allocs) if self.allocs else None,
+        }
+
+
+def run_cmd(argv, timeout):
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %ds" % timeout
+    except OSError as e:
+        return None, str(e)
+    if p.returncode != 0:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        return None, "exit status %d: %s" % (p.returncode, " | ".join(tail))
+    return p.stdout, None
+
+
+def discover(bin_dir, peers):
+    """Lists every pair of both sides, and the peers' UNSUPPORTED lines."""
+    pairs = []
+    if not os.path.isdir(bin_dir):
+        sys.exit("run.py: no such directory: %s" % bin_dir)
+    binaries = sorted(f for f in os.listdir(bin_dir)
+                      if f.startswith("bench_") and os.access(os.path.join(bin_dir, f), os.X_OK)
+                      and os.path.isfile(os.path.join(bin_dir, f)))
+    if not binaries:
+        sys.exit("run.py: no bench_* binaries in %s (configure with -DSYNCBAND_BUILD_BENCH=ON)"
+                 % bin_dir)
+    for b in binaries:
+        path = os.path.join(bin_dir, b)
+        out, err = run_cmd([path, "--list"], 60)
+        if err:
+            sys.exit("run.py: %s --list: %s" % (path, err))
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) in (2, 3):
+                rounds = int(f[2]) if len(f) == 3 else None
+                pairs.append(Pair(f[0], f[1], [path, "--run"], rounds, "c"))
+    if not os.access(peers, os.X_OK):
+        sys.exit("run.py: the peers binary is missing: %s (build bench/peers with cargo)" % peers)
+    out, err = run_cmd([peers, "list"], 60)
+    if err:
+        sys.exit("run.py: %s list: %s" % (peers, err))
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2:
+            pairs.append(Pair(f[0], f[1], [peers, "run"], None, "peers"))
+    out, err = run_cmd([peers, "unsupported"], 60)
+    if err:
+        sys.exit("run.py: %s unsupported: %s" % (peers, err))
+    unsupported = []
+    for line in out.splitlines():
+        f = line.split(None, 3)
+        if len(f) >= 3 and f[0] == "UNSUPPORTED":
+            unsupported.append((f[1], f[2], f[3] if len(f) > 3 else ""))
+    return pairs, unsupported
+
+
+def scenario_key(name, seen):
+    return (SCENARIO_ORDER.index(name), 0) if name in SCENARIO_ORDER else (len(SCENARIO_ORDER),
+                                                                            seen.index(name))
+
+
+def impl_order(impl):
+    # syncband first, then its other rows, the C baselines, then the peers.
+    if impl == "syncband":
+        return (0, impl)
+    if is_syncband(impl):
+        return (1, impl)
+    if impl in ("pthread", "sem_t", "c-atomic"):
+        return (2, impl)
+    return (3, impl)
+
+
+def run_pair(pair, rounds, timeout):
+    argv = pair.cmd + [pair.scenario, pair.impl, "--batches", "1"]
+    if rounds:
+        argv += ["--rounds", str(rounds)]
+    out, err = run_cmd(argv, timeout)
+    if err:
+        pair.errors.append(err)
+        return False
+    got_result = False
+    for line in out.splitlines():
+        m = BATCH_RE.match(line)
+        if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
+            pair.samples.append(float(m.group(3)))
+            continue
+        m = RESULT_RE.match(line)
+        if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
+            pair.allocs.append(float(m.group(4)))
+            got_result = True
+    if not got_result:
+        pair.errors.append("no well-formed RESULT line in: %r" % out[-300:])
+        return False
+    return True
+
+
+def fmt_ns(ns):
+    if ns is None:
+        return "-"
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    if ns >= 1e4:
+        return "%.1f us" % (ns / 1e3)
+    if ns >= 100:
+        return "%.0f ns" % ns
+    return "%.1f ns" % ns
+
+
+def fmt_allocs(a):
+    if a is None:
+        return "-"
+    s = ("%.3f" % a).rstrip("0").rstrip(".")
+    return s or "0"
+
+
+def fmt_ratio(r):
+    if r is None:
+        return "-"
+    if r >= 10:
+        return "%.1f" % r
+    if r >= 0.1:
+        return "%.2f" % r
+    return "%.2g" % r
+
+
+def fmt_result_ns(ns):
+    return "%.3f" % ns
+
+
+def evaluate_targets(scenario, base_impl, by_impl):
+    """Target verdicts for syncband row `base_impl` of one scenario."""
+    verdicts = []
+    sb = by_impl.get(base_impl)
+    if not sb:
+        return verdicts
+    for factor, refs in TARGETS.get(scenario, []):
+        ref_rows = [(impl, by_impl[impl]["median"]) for impl in refs if impl in by_impl]
+        label = "%.2fx %s" % (factor, "/".join(refs) if len(refs) == 1 else
+                              "best of " + "/".join(refs))
+        if not ref_rows:
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "<=%s: no reference measured" % label})
+            continue
+        ref_impl, ref_median = min(ref_rows, key=lambda r: r[1])
+        ratio = sb["median"] / ref_median
+        ok = ratio <= factor
+        verdicts.append({"target": label, "reference": ref_impl, "ratio": ratio,
+                         "status": "pass" if ok else "MISS",
+                         "text": "<=%.2fx %s: %s %s" % (factor, ref_impl, fmt_ratio(ratio),
+                                                         "pass" if ok else "MISS")})
+    if scenario in PRIMITIVE_SCENARIOS:
+        ok = sb["allocs"] == 0
+        verdicts.append({"target": "0 allocations", "status": "pass" if ok else "MISS",
+                         "ratio": None,
+                         "text": "0 allocs: %s" % ("pass" if ok else "MISS")})
+    return verdicts
+
+
+def summarize(pairs, unsupported, scenarios):
+    """Per scenario: rows with stats, rank, ratio, target verdicts."""
+    report = []
+    for sc in scenarios:
+        rows = sorted((p for p in pairs if p.scenario == sc), key=lambda p: impl_order(p.impl))
+        stats = {p.impl: p.stats() for p in rows}
+        measured = {i: s for i, s in stats.items() if s}
+        base = "syncband" if "syncband" in measured else next(
+            (i for i in measured if is_syncband(i)), None)
+        ranked = sorted(measured, key=lambda i: measured[i]["median"])
+        entries = []
+        for p in rows:
+            s = stats[p.impl]
+            e = {"impl": p.impl, "side": p.side, "samples": p.samples, "errors": p.errors}
+            if s:
+                e.update(s)
+                e["rank"] = ranked.index(p.impl) + 1
+                e["ratio"] = (s["median"] / measured[base]["median"]) if base else None
+                if is_syncband(p.impl):
+                    e["targets"] = evaluate_targets(sc, p.impl, measured)
+            entries.append(e)
+        for (usc, uimpl, why) in unsupported:
+            if usc == sc:
+                entries.append({"impl": uimpl, "side": "peers", "unsupported": why})
+        report.append({"scenario": sc, "base": base, "rows": entries})
+    return report
+
+
+def print_table(report):
+    head = ("scenario", "impl", "rank", "ratio", "median/round", "min-max", "allocs/round",
+            "target (syncband vs reference, medians)")
+    lines = []
+    for sc in report:
+        first = True
+        for e in sc["rows"]:
+            name = sc["scenario"] if first else ""
+            first = False
+            if "unsupported" in e:
+                lines.append((name, e["impl"], "-", "-", "unsupported", "", "", "(see below)"))
+            elif "median" not in e:
+                lines.append((name, e["impl"], "-", "-", "FAILED", "", "",
+                              "; ".join(dict.fromkeys(e["errors"]))[:80]))
+            else:
+                ratio = fmt_ratio(e["ratio"])
+                tgt = " | ".join(t["text"] for t in e.get("targets", []))
+                lines.append((name, e["impl"], str(e["rank"]), ratio, fmt_ns(e["median"]),
+                              "%s - %s" % (fmt_ns(e["min"]), fmt_ns(e["max"])),
+                              fmt_allocs(e["allocs"]), tgt))
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h)
+              for i, h in enumerate(head)]
+    widths[-1] = len(head[-1])
+    right = {2, 3, 4, 6}
+
+    def fmt(row):
+        cells = []
+        for i, c in enumerate(row):
+            cells.append(c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
+        return "  ".join(cells).rstrip()
+
+    print(fmt(head))
+    print("  ".join("-" * w for w in widths))
+    prev = None
+    for l in lines:
+        if l[0] and prev is not None:
+            print()
+        prev = l
+        print(fmt(l))
+
+
+def machine_info():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "machine": platform.machine()}
+
+
+def svg_chart(report, path, title):
+    """Ratio of each implementation's median to syncband's, per scenario, on a
+    log scale (right of 1 = slower than syncband).  Hand-written SVG."""
+    rows = []  # (scenario, impl, ratio) or (scenario, None, None) as a header
+    for sc in report:
+        peers = [e for e in sc["rows"] if e.get("ratio") is not None and e["impl"] != sc["base"]]
+        if not peers:
+            continue
+        rows.append((sc["scenario"], None, None))
+        for e in peers:
+            rows.append((sc["scenario"], e["impl"], e["ratio"]))
+    lo, hi = 1 / 64, 64.0
+    for _, _, r in rows:
+        if r:
+            while r < lo:
+                lo /= 4
+            while r > hi:
+                hi *= 4
+    label_w, plot_w, row_h, top = 330, 560, 16, 64
+    height = top + row_h * len(rows) + 40
+    width = label_w + plot_w + 90
+
+    def x_of(r):
+        return label_w + plot_w * (math.log(r) - math.log(lo)) / (math.log(hi) - math.log(lo))
+
+    palette = {"tokio": "#d9534f", "tokio-current-thread": "#d9534f",
+               "async-lock": "#5b8def", "event-listener": "#5b8def",
+               "async-executor": "#5b8def", "pthread": "#777777", "sem_t": "#777777",
+               "c-atomic": "#777777", "rust-std": "#999999"}
+    esc = (lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(title),
+           '<text x="10" y="38">median time per round of each implementation / syncband\'s '
+           '(log scale): right of 1 = syncband is faster</text>']
+    tick = lo
+    while tick <= hi * 1.0001:
+        x = x_of(tick)
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>'
+                   % (x, top - 6, x, height - 34, "#333" if abs(tick - 1) < 1e-9 else "#ddd"))
+        label = ("%g" % tick) if tick >= 1 else "1/%g" % (1 / tick)
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
+                   % (x, height - 20, label))
+        tick *= 4
+    y = top
+    for sc, impl, r in rows:
+        if impl is None:
+            out.append('<text x="6" y="%d" font-weight="bold">%s</text>' % (y + 11, esc(sc)))
+        else:
+            x1, x0 = x_of(r), x_of(1.0)
+            color = palette.get(impl, "#5cb85c" if is_syncband(impl) else "#aaaaaa")
+            out.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
+                       % (label_w - 6, y + 11, esc(impl)))
+            out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                       % (min(x0, x1), y + 2, max(abs(x1 - x0), 1), row_h - 4, color))
+            out.append('<text x="%.1f" y="%d">%s</text>'
+                       % (max(x0, x1) + 4, y + 11, fmt_ratio(r)))
+        y += row_h
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", required=True, help="directory of the bench_* binaries")
+    ap.add_argument("--peers", required=True, help="the peers binary (bench/peers)")
+    ap.add_argument("--out", default="build/bench", help="where results.json/.svg go")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true",
+                      help="%d repetitions of 1/100 of the rounds" % QUICK_REPEAT)
+    mode.add_argument("--smoke", action="store_true",
+                      help="every pair once with %d rounds; fail unless all print RESULT"
+                      % SMOKE_ROUNDS)
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="repetitions (default 10; --quick: %d)" % QUICK_REPEAT)
+    ap.add_argument("filters", nargs="*", metavar="FILTER",
+                    help="keep scenarios whose name contains one of these")
+    args = ap.parse_args()
+
+    started = time.monotonic()
+    pairs, unsupported = discover(args.bin_dir, args.peers)
+    if args.filters:
+        keep = lambda sc: any(f in sc for f in args.filters)
+        pairs = [p for p in pairs if keep(p.scenario)]
+        unsupported = [u for u in unsupported if keep(u[0])]
+        if not pairs:
+            sys.exit("run.py: no scenario matches %s" % " ".join(args.filters))
+    seen = []
+    for p in pairs:
+        if p.scenario not in seen:
+            seen.append(p.scenario)
+    scenarios = sorted(seen, key=lambda s: scenario_key(s, seen))
+
+    # Rounds per invocation: the default (None), 10 (smoke), or 1/100 of
+    # syncband's default for the scenario (quick; the same count for every
+    # implementation, so that no peer runs its full count).
+    syncband_rounds = {}
+    for p in pairs:
+        if p.side == "c" and p.rounds and p.scenario not in syncband_rounds:
+            syncband_rounds[p.scenario] = p.rounds
+
+    def rounds_for(p):
+        if args.smoke:
+            return SMOKE_ROUNDS
+        if args.quick:
+            r = p.rounds or syncband_rounds.get(p.scenario)
+            return max(1, r // 100) if r else None
+        return None
+
+    repeat = args.repeat or (1 if args.smoke else QUICK_REPEAT if args.quick else 10)
+    timeout = 60 if (args.smoke or args.quick) else 300
+    mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    log("==> %d pairs (%d C, %d peers) in %d scenarios, %d repetition(s), mode %s"
+        % (len(pairs), sum(p.side == "c" for p in pairs), sum(p.side == "peers" for p in pairs),
+           len(scenarios), repeat, mode_name))
+
+    for rep in range(repeat):
+        for sc in scenarios:
+            group = sorted((p for p in pairs if p.scenario == sc), key=lambda p: impl_order(p.impl))
+            start = rep % len(group)
+            order = group[start:] + group[:start]
+            progress = []
+            for p in order:
+                ok = run_pair(p, rounds_for(p), timeout)
+                progress.append("%s %s" % (p.impl, fmt_ns(p.samples[-1]) if ok else "FAILED"))
+            log("[%d/%d] %-36s %s" % (rep + 1, repeat, sc, "  ".join(progress)))
+
+    failed = [p for p in pairs if p.errors]
+    report = summarize(pairs, unsupported, scenarios)
+    elapsed = time.monotonic() - started
+
+    if args.smoke:
+        for p in pairs:
+            st = p.stats()
+            if st:
+                print("RESULT %s %s %s allocs_per_round=%s" % (
+                    p.scenario, p.impl, fmt_result_ns(st["median"]), fmt_allocs(st["allocs"])))
+        for p in failed:
+            print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)))
+        print("bench smoke: %d of %d pairs printed their RESULT line (%.0f s)"
+              % (len(pairs) - len(failed), len(pairs), elapsed))
+        return 1 if failed else 0
+
+    info = machine_info()
+    print()
+    print("syncband benchmarks: %s run, %d repetition(s), %s, %s cores, Linux %s"
+          % (mode_name, repeat, info["cpu"] or info["machine"], info["cores"], info["kernel"]))
+    print("ratio = median / syncband's median (above 1: syncband is faster); "
+          "rank 1 = fastest; targets from BENCHMARKS.md")
+    print()
+    print_table(report)
+    if unsupported:
+        print()
+        for (sc, impl, why) in unsupported:
+            print("UNSUPPORTED %s %s %s" % (sc, impl, why))
+    print()
+    for sc in report:
+        for e in sc["rows"]:
+            if "median" in e:
+                print("RESULT %s %s %s allocs_per_round=%s" % (
+                    sc["scenario"], e["impl"], fmt_result_ns(e["median"]),
+                    fmt_allocs(e["allocs"])))
+
+    verdicts = [t for sc in report for e in sc["rows"] for t in e.get("targets", [])]
+    missed = sum(t["status"] == "MISS" for t in verdicts)
+    passed = sum(t["status"] == "pass" for t in verdicts)
+
+    os.makedirs(args.out, exist_ok=True)
+    doc = {
+        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mode": mode_name, "repetitions": repeat, "machine": info,
+        "wall_seconds": round(elapsed, 1),
+        "targets": {"pass": passed, "miss": missed},
+        "scenarios": report,
+    }
+    json_path = os.path.join(args.out, "results.json")
+    with open(json_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    svg_path = os.path.join(args.out, "results.svg")
+    svg_chart(report, svg_path, "syncband vs peers - %s, %s cores (%s run)"
+              % (info["cpu"] or info["machine"], info["cores"], mode_name))
+    print()
+    print("targets: %d pass, %d missed" % (passed, missed))
+    print("wrote %s and %s (%.0f s)" % (json_path, svg_path, elapsed))
+    if failed:
+        for p in failed:
+            print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,14 +8,34 @@
 #include "futex.h"
 
 /*
- * The parker word: bit 31 says "woken since the last poll"; bits 0-30 count
- * the waker clones the primitives still hold.  The blocked thread returns only
- * when the count is 0, which is what makes a wake racing with the return safe:
- * the waker's last access to the parker is the RMW that drops its reference
- * (its futex wake after that touches only the address, see futex.h).
+ * The parker word:
+ *
+ *   bit 31     PARK_WOKEN     woken since the last poll
+ *   bit 30     PARK_SLEEPING  the thread is (about to be) asleep on the futex
+ *   bits 0-29  the waker clones the primitives still hold
+ *
+ * The blocked thread returns only when the count is 0, which is what makes a
+ * wake racing with the return safe: the waker's last access to the parker is
+ * the RMW that drops its reference (its futex wake after that touches only
+ * the address, see futex.h).  A waker makes the futex system call only when
+ * that RMW found PARK_SLEEPING: a thread that is still spinning, or has not
+ * parked yet, costs its waker no system call.
+ *
+ *   sleeper                                waker
+ *   -------                                -----
+ *   CAS(v -> v|SLEEPING), v without WOKEN  RMW: set WOKEN (and drop a ref)
+ *   futex_wait(word, v|SLEEPING)           if the RMW saw SLEEPING: futex_wake
+ *
+ * If the waker's RMW comes first, the sleeper's CAS fails and it re-reads
+ * WOKEN; if the CAS comes first, the waker sees SLEEPING and wakes, and a
+ * futex_wait that has not started yet returns at once (the word changed).
  */
 #define PARK_WOKEN 0x80000000u
-#define PARK_REFS 0x7fffffffu
+#define PARK_SLEEPING 0x40000000u
+#define PARK_REFS 0x3fffffffu
+
+/* Spins before sleeping: a handoff often arrives within a microsecond. */
+#define PARK_SPINS 200
 
 typedef struct sb_parker {
 	_Atomic uint32_t word;
@@ -46,8 +66,9 @@ static void park_wake_by_ref(const void *data)
 {
 	sb_parker *p = (sb_parker *)data;
 	/* release: the thread that sees WOKEN sees what the waker did before. */
-	atomic_fetch_or_explicit(&p->word, PARK_WOKEN, memory_order_release);
-	sb_futex_wake(&p->word, 1);
+	uint32_t old = atomic_fetch_or_explicit(&p->word, PARK_WOKEN, memory_order_release);
+	if (old & PARK_SLEEPING)
+		sb_futex_wake(&p->word, 1);
 }
 
 static void park_wake(const void *data)
@@ -60,7 +81,8 @@ static void park_wake(const void *data)
 	while (!atomic_compare_exchange_weak_explicit(&p->word, &old, (old | PARK_WOKEN) - 1,
 						      memory_order_release, memory_order_relaxed))
 		;
-	sb_futex_wake(&p->word, 1);
+	if (old & PARK_SLEEPING)
+		sb_futex_wake(&p->word, 1);
 }
 
 static void park_drop(const void *data)
@@ -68,8 +90,32 @@ static void park_drop(const void *data)
 	sb_parker *p = (sb_parker *)data;
 	/* release: our last access; the thread waiting for 0 acquires it. */
 	uint32_t old = atomic_fetch_sub_explicit(&p->word, 1, memory_order_release);
-	if ((old & PARK_REFS) == 1)
+	if ((old & PARK_REFS) == 1 && (old & PARK_SLEEPING))
 		sb_futex_wake(&p->word, 1);
+}
+
+static inline void park_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Sleeps on the word (whose value was `v`) unless it changed: marks
+ * PARK_SLEEPING first so that the next waker makes the system call.
+ */
+static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
+{
+	/* relaxed: the mark only asks wakers for a futex_wake; the kernel
+	 * re-checks the word, so no wake is lost (see the diagram above). */
+	if (!(v & PARK_SLEEPING) &&
+	    !atomic_compare_exchange_strong_explicit(&p->word, &v, v | PARK_SLEEPING,
+						     memory_order_relaxed, memory_order_relaxed))
+		return; /* changed under us: the caller re-reads */
+	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
 }
 
 static uint64_t now_ns(void)
@@ -82,13 +128,19 @@ static uint64_t now_ns(void)
 /* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
 static bool park_until_woken(sb_parker *p, uint64_t deadline)
 {
-	for (;;) {
+	/* No spinning for a wait that has already run out (a timeout of 0). */
+	int spins = deadline != UINT64_MAX && now_ns() >= deadline ? 0 : PARK_SPINS;
+	for (int i = 0;; i++) {
 		/* acquire: pairs with the waker's release. */
 		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
 		if (v & PARK_WOKEN)
 			return true;
+		if (i < spins) {
+			park_cpu_relax();
+			continue;
+		}
 		if (deadline == UINT64_MAX) {
-			sb_futex_wait(&p->word, v, NULL);
+			park_sleep(p, v, NULL);
 			continue;
 		}
 		uint64_t now = now_ns();
@@ -96,7 +148,7 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline)
 			return false;
 		uint64_t left = deadline - now;
 		struct timespec rel = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
-		sb_futex_wait(&p->word, v, &rel);
+		park_sleep(p, v, &rel);
 	}
 }
 
@@ -107,7 +159,7 @@ static void park_wait_for_no_refs(sb_parker *p)
 		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
 		if ((v & PARK_REFS) == 0)
 			return;
-		sb_futex_wait(&p->word, v, NULL);
+		park_sleep(p, v, NULL);
 	}
 }
 
@@ -123,8 +175,10 @@ int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns
 
 	int r;
 	for (;;) {
-		/* acquire: a wake before this poll is seen by it. */
-		atomic_fetch_and_explicit(&parker.word, ~PARK_WOKEN, memory_order_acquire);
+		/* acquire: a wake before this poll is seen by it.  Awake now, so
+		 * SLEEPING goes too. */
+		atomic_fetch_and_explicit(&parker.word, ~(PARK_WOKEN | PARK_SLEEPING),
+					  memory_order_acquire);
 		r = ops->poll(future, &waker);
 		if (r <= 0)
 			break;

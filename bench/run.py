@@ -24,6 +24,8 @@ Writes OUT/results.json and OUT/results.svg (not in --smoke mode).
 
 import argparse
 import datetime
+import contextlib
+import io
 import json
 import math
 import os
@@ -430,12 +432,73 @@ def svg_chart(report, path, title):
         f.write("\n".join(out) + "\n")
 
 
+def best_peer_chart(report, path, title):
+    """One bar per scenario: the fastest peer's median / syncband's (log
+    scale; right of 1 = syncband is faster).  Baselines (pthread, sem_t,
+    atomics) are not peers and are left out."""
+    baselines = {"pthread", "sem_t", "c-atomic", "rust-std"}
+    bars = []
+    for sc in report:
+        base = sc["base"]
+        peers = [e for e in sc["rows"] if e.get("ratio") is not None and e["impl"] != base
+                 and not is_syncband(e["impl"]) and e["impl"] not in baselines]
+        if not peers:
+            continue
+        best = min(peers, key=lambda e: e["ratio"])
+        bars.append((sc["scenario"], best["impl"], best["ratio"]))
+    lo, hi = 1 / 8, 8.0
+    for _, _, r in bars:
+        while r < lo:
+            lo /= 2
+        while r > hi:
+            hi *= 2
+    label_w, plot_w, row_h, top = 250, 520, 20, 60
+    height = top + row_h * len(bars) + 40
+    width = label_w + plot_w + 190
+
+    def x_of(r):
+        return label_w + plot_w * (math.log(r) - math.log(lo)) / (math.log(hi) - math.log(lo))
+
+    esc = (lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="10" y="20" font-size="13" font-weight="bold">%s</text>' % esc(title),
+           '<text x="10" y="38">fastest peer\'s median / syncband\'s median, per scenario '
+           '(log scale): right of 1 = syncband is faster</text>']
+    tick = lo
+    while tick <= hi * 1.0001:
+        x = x_of(tick)
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>'
+                   % (x, top - 6, x, height - 34, "#333" if abs(tick - 1) < 1e-9 else "#ddd"))
+        label = ("%g" % tick) if tick >= 1 else "1/%g" % (1 / tick)
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
+                   % (x, height - 20, label))
+        tick *= 2
+    y = top
+    for sc, impl, r in bars:
+        x1, x0 = x_of(r), x_of(1.0)
+        color = "#5cb85c" if r >= 1 else "#d9534f"
+        out.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (label_w - 6, y + 13, esc(sc)))
+        out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                   % (min(x0, x1), y + 3, max(abs(x1 - x0), 1), row_h - 6, color))
+        out.append('<text x="%.1f" y="%d">%s (%s)</text>'
+                   % (max(x0, x1) + 4, y + 13, fmt_ratio(r), esc(impl)))
+        y += row_h
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin-dir", required=True, help="directory of the bench_* binaries")
     ap.add_argument("--peers", required=True, help="the peers binary (bench/peers)")
     ap.add_argument("--out", default="build/bench", help="where results.json/.svg go")
+    ap.add_argument("--publish", metavar="DIR",
+                    help="after a full, unfiltered run, also write DIR/latest.json, "
+                    "DIR/latest.txt (the table) and DIR/latest.svg (best peer vs syncband)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true",
                       help="%d repetitions of 1/100 of the rounds" % QUICK_REPEAT)
@@ -513,17 +576,21 @@ def main():
         return 1 if failed else 0
 
     info = machine_info()
-    print()
-    print("syncband benchmarks: %s run, %d repetition(s), %s, %s cores, Linux %s"
-          % (mode_name, repeat, info["cpu"] or info["machine"], info["cores"], info["kernel"]))
-    print("ratio = median / syncband's median (above 1: syncband is faster); "
-          "rank 1 = fastest; targets from BENCHMARKS.md")
-    print()
-    print_table(report)
-    if unsupported:
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        print("syncband benchmarks: %s run, %d repetition(s), %s, %s cores, Linux %s"
+              % (mode_name, repeat, info["cpu"] or info["machine"], info["cores"],
+                 info["kernel"]))
+        print("ratio = median / syncband's median (above 1: syncband is faster); "
+              "rank 1 = fastest; targets from BENCHMARKS.md")
         print()
-        for (sc, impl, why) in unsupported:
-            print("UNSUPPORTED %s %s %s" % (sc, impl, why))
+        print_table(report)
+        if unsupported:
+            print()
+            for (sc, impl, why) in unsupported:
+                print("UNSUPPORTED %s %s %s" % (sc, impl, why))
+    print()
+    sys.stdout.write(table.getvalue())
     print()
     for sc in report:
         for e in sc["rows"]:
@@ -553,6 +620,18 @@ def main():
     print()
     print("targets: %d pass, %d missed" % (passed, missed))
     print("wrote %s and %s (%.0f s)" % (json_path, svg_path, elapsed))
+    if args.publish and mode_name == "full" and not args.filters and not failed:
+        os.makedirs(args.publish, exist_ok=True)
+        with open(os.path.join(args.publish, "latest.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+        with open(os.path.join(args.publish, "latest.txt"), "w") as f:
+            f.write(table.getvalue())
+            f.write("\ntargets: %d pass, %d missed\n" % (passed, missed))
+        best_peer_chart(report, os.path.join(args.publish, "latest.svg"),
+                        "best peer vs syncband - %s, %s cores, %s, %d repetitions"
+                        % (info["cpu"] or info["machine"], info["cores"],
+                           doc["generated"][:10], repeat))
+        print("published %s/latest.{json,txt,svg}" % args.publish)
     if failed:
         for p in failed:
             print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)), file=sys.stderr)

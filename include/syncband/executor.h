@@ -180,7 +180,7 @@ SB_API int sb_join_wait(sb_join *j);
 #define SB_EXECUTOR_PLAIN_SETUP (1u << 1)  /* no optional io_uring setup flags */
 
 typedef struct sb_executor_config {
-	unsigned entries;   /* submission queue size; 0: 256 */
+	unsigned entries;   /* submission queue size; 0: 64 */
 	unsigned flags;     /* SB_EXECUTOR_* above */
 } sb_executor_config;
 

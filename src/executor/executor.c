@@ -393,7 +393,7 @@ int sb_executor_init(sb_executor *ex, const sb_executor_config *cfg)
 	ex->owner = &sb__exec_thread_tag;
 	ex->impl = NULL;
 
-	unsigned entries = cfg && cfg->entries ? cfg->entries : 256;
+	unsigned entries = cfg && cfg->entries ? cfg->entries : 64;
 	unsigned cflags = cfg ? cfg->flags : 0;
 	struct sb_executor_impl *impl = calloc(1, sizeof *impl);
 	if (!impl)

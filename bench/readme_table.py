@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Prints the README's Performance table from a published run.
+
+    python3 bench/readme_table.py [bench/results/latest.json]
+
+One row per scenario that has a target or a peer: syncband's median, Tokio's,
+the smol-stack peer's (async-lock, event-listener or async-executor), each
+peer's ratio to syncband, and the BENCHMARKS.md targets with their verdicts,
+all read from the JSON that `./x bench` publishes.
+"""
+import json
+import sys
+
+SMOL = ("async-lock", "event-listener", "async-executor")
+TOKIO = ("tokio", "tokio-current-thread")
+SKIP = ("baseline/", "executor/spawn-batch", "executor/spawn-many-local",
+        "executor/spawn-recursively", "notify/fan-out-")
+
+
+def fmt_ns(ns):
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    if ns >= 1e4:
+        return "%.1f µs" % (ns / 1e3)
+    if ns >= 100:
+        return "%.0f ns" % ns
+    return "%.1f ns" % ns
+
+
+def cell(rows, names):
+    for name in names:
+        e = rows.get(name)
+        if not e:
+            continue
+        if "unsupported" in e:
+            return "unsupported"
+        text = "%s (%.2f×)" % (fmt_ns(e["median"]), e["ratio"])
+        allocs = e.get("allocs") or 0
+        if allocs >= 0.5:
+            text += ", %g allocs" % round(allocs, 1)
+        return text
+    return "—"
+
+
+def verdicts(entry):
+    """The driver's verdict texts, e.g. '<=0.40x tokio: 0.42 MISS'."""
+    return "; ".join(t["text"].replace(" MISS", " **missed**")
+                     for t in entry.get("targets", []))
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "bench/results/latest.json"
+    doc = json.load(open(path))
+    print("| scenario | syncband | Tokio | async-lock / event-listener / async-executor "
+          "| targets |")
+    print("|---|---:|---:|---:|---|")
+    for sc in doc["scenarios"]:
+        name = sc["scenario"]
+        if name.startswith(SKIP):
+            continue
+        rows = {e["impl"]: e for e in sc["rows"]}
+        base = rows.get("syncband")
+        if not base or "median" not in base:
+            continue
+        print("| %s | %s | %s | %s | %s |" % (name, fmt_ns(base["median"]), cell(rows, TOKIO),
+                                              cell(rows, SMOL), verdicts(base)))
+
+
+if __name__ == "__main__":
+    main()

@@ -38,7 +38,8 @@ def cell(rows, names):
         text = "%s (%.2f×)" % (fmt_ns(e["median"]), e["ratio"])
         allocs = e.get("allocs") or 0
         if allocs >= 0.5:
-            text += ", %g allocs" % round(allocs, 1)
+            n = round(allocs, 1)
+            text += ", %g alloc%s" % (n, "" if n == 1 else "s")
         return text
     return "—"
 

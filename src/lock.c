@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "lock.h"
 
+#include "cpu.h"
 #include "futex.h"
 
 /* About a microsecond of spinning: longer than any queue critical section.
@@ -11,14 +12,6 @@
 #define SB_QLOCK_SPINS 100
 #endif
 
-static inline void sb_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /* The futex is the 32-bit half of the word that holds the lock bits. */
 static inline _Atomic uint32_t *qlock_futex(_Atomic size_t *word)

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "cpu.h"
 #include "futex.h"
 
 /*
@@ -94,14 +95,6 @@ static void park_drop(const void *data)
 		sb_futex_wake(&p->word, 1);
 }
 
-static inline void park_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /*
  * Sleeps on the word (whose value was `v`) unless it changed: marks
@@ -136,7 +129,7 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline)
 		if (v & PARK_WOKEN)
 			return true;
 		if (i < spins) {
-			park_cpu_relax();
+			sb_cpu_relax();
 			continue;
 		}
 		if (deadline == UINT64_MAX) {

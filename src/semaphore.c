@@ -189,7 +189,7 @@ void sb_semaphore_close(sb_semaphore *s)
 	sb_waitq_lock(q, SEM_CLOSED);
 	sb_waiter *w;
 	while ((w = sb_waitq_front(q)) != NULL) {
-		sb_semaphore_acquire *f = sb_container_of(w, sb_semaphore_acquire, waiter);
+		sb_semaphore_acquire *f = SB_CONTAINER_OF(w, sb_semaphore_acquire, waiter);
 		returned += f->permits - sb_waiter_remaining_locked(w);
 		sb_waitq_detach(q, w, SB_WAITER_CLOSED, &batch);
 		if (sb_wake_batch_is_full(&batch))

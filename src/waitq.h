@@ -66,9 +66,6 @@ typedef struct sb_wake_batch {
 	sb_waker wakers[SB_WAKE_BATCH_MAX];
 } sb_wake_batch;
 
-#define sb_container_of(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
-
 static inline bool sb_waiter_is_detached(size_t remaining)
 {
 	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED;

@@ -65,10 +65,6 @@ extern "C" {
 #define SB_NSEC_PER_MSEC UINT64_C(1000000)
 #define SB_NSEC_PER_SEC UINT64_C(1000000000)
 
-/* The struct of type `type` whose member `member` is at `ptr`. */
-#define SB_CONTAINER_OF(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
-
 /* sb_future_ops (future.h) lets sb_timeout and sb_block_on drive any future. */
 
 /* ------------------------------------------------------------------ tasks */

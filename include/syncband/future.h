@@ -43,6 +43,10 @@ extern "C" {
 #define SB_API
 #endif
 
+/* The struct of type `type` whose member `member` is at `ptr`. */
+#define SB_CONTAINER_OF(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
 /* poll result: the future is registered and will be woken. */
 #define SB_PENDING 1
 

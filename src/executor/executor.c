@@ -15,17 +15,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../cpu.h"
+
 /* How long park() watches the inbox before sleeping (a few microseconds). */
 #define PARK_SPINS 256
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 _Thread_local char sb__exec_thread_tag __attribute__((tls_model("initial-exec")));
 _Thread_local sb_executor *sb__exec_current __attribute__((tls_model("initial-exec")));
@@ -295,7 +289,7 @@ static bool spin_for_inbox(sb_executor *ex)
 		/* relaxed: a hint; the loop's drain_inbox takes it with acquire. */
 		if (atomic_load_explicit(&ex->inbox, memory_order_relaxed) != NULL)
 			return true;
-		cpu_relax();
+		sb_cpu_relax();
 	}
 	return false;
 }

@@ -26,6 +26,17 @@ const sb_waker_vtable sb__task_waker_vtable = {
 	.drop = task_drop,
 };
 
+/* The fields one run of a task fills in: cleared by init and by each spawn. */
+static void task_clear_run_state(sb_task *t)
+{
+	t->next = NULL;
+	t->live_prev = NULL;
+	t->live_next = NULL;
+	t->join_waker = (sb_waker){ NULL, NULL };
+	t->result = SB_PENDING;
+	t->linked = 0;
+}
+
 void sb_task_init(sb_task *t, sb_task_poll_fn poll, sb_task_cancel_fn cancel,
 		  sb_task_release_fn release)
 {
@@ -36,12 +47,7 @@ void sb_task_init(sb_task *t, sb_task_poll_fn poll, sb_task_cancel_fn cancel,
 	t->release = release;
 	t->exec = NULL;
 	t->owner = NULL;
-	t->next = NULL;
-	t->live_prev = NULL;
-	t->live_next = NULL;
-	t->join_waker = (sb_waker){ NULL, NULL };
-	t->result = SB_PENDING;
-	t->linked = 0;
+	task_clear_run_state(t);
 }
 
 bool sb_task_is_released(const sb_task *t)
@@ -252,12 +258,7 @@ int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
 							memory_order_relaxed));
 	t->exec = ex;
 	t->owner = ex->owner;
-	t->next = NULL;
-	t->live_prev = NULL;
-	t->live_next = NULL;
-	t->join_waker = (sb_waker){ NULL, NULL };
-	t->result = SB_PENDING;
-	t->linked = 0;
+	task_clear_run_state(t);
 
 	int rc = 0;
 	if (exec_is_owner(ex)) {

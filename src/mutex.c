@@ -185,6 +185,10 @@ const sb_future_ops sb_mutex_lock_ops = { mutex_lock_poll_fn, mutex_lock_cancel_
 
 int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 {
+	/* The future's first poll would take a free, unqueued mutex the same
+	 * way; this skips the parker. */
+	if (sb_mutex_try_lock(m) == 0)
+		return 0;
 	sb_mutex_lock f;
 	sb_mutex_lock_init(&f, m);
 	return sb_park_block_on(&f, &sb_mutex_lock_ops, timeout_ns);

@@ -284,6 +284,10 @@ const sb_future_ops sb_semaphore_acquire_ops = { sem_acquire_poll_fn, sem_acquir
 
 int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns)
 {
+	/* The future's first poll would decide the same way (take the permits
+	 * if nobody queues and enough are there); this skips the parker. */
+	if (n > 0 && sb_semaphore_try_acquire(s, n) == 0)
+		return 0;
 	sb_semaphore_acquire f;
 	sb_semaphore_acquire_init(&f, s, n);
 	return sb_park_block_on(&f, &sb_semaphore_acquire_ops, timeout_ns);

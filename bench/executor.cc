@@ -788,7 +788,10 @@ SBB_BATCH(fan_out<500>, "notify/fan-out-500", sbb::SYNCBAND, 2000);
 // N executor threads (sb_executor_group, one ring each) x 64 tasks; each
 // task locks and unlocks one mutex (or acquires and releases one permit of a
 // K-permit semaphore) R times.  ns per operation over all threads:
-// time / (N x 64 x R).  The segment covers spawning and joining all tasks
+// time / (N x 64 x R).  Row "syncband": floating tasks (SB_GROUP_FLOATING,
+// a woken task runs on the waking thread, as on Tokio's multi-thread
+// runtime); row "syncband-pinned": each task stays on its thread
+// (SB_GROUP_ANY), so every handoff to another thread's task crosses threads.  The segment covers spawning and joining all tasks
 // (sb_join_wait on this thread, which runs none of them); the group is
 // started before it and shut down after it.
 
@@ -846,14 +849,15 @@ struct SemaphoreTask {
 	}
 };
 
-template <class Task> void run_on_group(const sbb::Params &p, sbb::Meter &m, Task *tasks, size_t n)
+template <class Task>
+void run_on_group(const sbb::Params &p, sbb::Meter &m, Task *tasks, size_t n, size_t where)
 {
 	sb_executor_group g;
 	expect(sb_executor_group_init(&g, p.threads, nullptr), 0, "sb_executor_group_init");
 	std::unique_ptr<sb_join[]> joins(new sb_join[n]);
 	m.start();
 	for (size_t k = 0; k < n; k++)
-		expect(sb_executor_group_spawn(&g, SB_GROUP_ANY, &tasks[k].task, &joins[k]), 0,
+		expect(sb_executor_group_spawn(&g, where, &tasks[k].task, &joins[k]), 0,
 		       "sb_executor_group_spawn");
 	for (size_t k = 0; k < n; k++)
 		expect(sb_join_wait(&joins[k]), 0, "sb_join_wait");
@@ -863,7 +867,7 @@ template <class Task> void run_on_group(const sbb::Params &p, sbb::Meter &m, Tas
 	expect((long)cancelled, 0, "nothing cancelled");
 }
 
-uint64_t group_mutex(const sbb::Params &p, sbb::Meter &m)
+template <size_t Where> uint64_t group_mutex(const sbb::Params &p, sbb::Meter &m)
 {
 	sb_mutex mutex;
 	expect(sb_mutex_init(&mutex), 0, "init");
@@ -877,15 +881,16 @@ uint64_t group_mutex(const sbb::Params &p, sbb::Meter &m)
 		tasks[k].left = p.rounds;
 		tasks[k].locking = false;
 	}
-	run_on_group(p, m, tasks.get(), n);
+	run_on_group(p, m, tasks.get(), n, Where);
 	uint64_t ops = n * p.rounds;
 	expect((long)counter, (long)ops, "no update lost under the mutex");
 	expect(sb_mutex_destroy(&mutex), 0, "destroy");
 	return ops;
 }
-SBB_BATCH(group_mutex, "contention/mutex-N-threads", sbb::SYNCBAND, 10000);
+SBB_BATCH(group_mutex<SB_GROUP_FLOATING>, "contention/mutex-N-threads", sbb::SYNCBAND, 10000);
+SBB_BATCH(group_mutex<SB_GROUP_ANY>, "contention/mutex-N-threads", sbb::SYNCBAND_PINNED, 10000);
 
-uint64_t group_semaphore(const sbb::Params &p, sbb::Meter &m)
+template <size_t Where> uint64_t group_semaphore(const sbb::Params &p, sbb::Meter &m)
 {
 	sb_semaphore sem;
 	expect(sb_semaphore_init(&sem, p.permits), 0, "init");
@@ -897,11 +902,14 @@ uint64_t group_semaphore(const sbb::Params &p, sbb::Meter &m)
 		tasks[k].left = p.rounds;
 		tasks[k].acquiring = false;
 	}
-	run_on_group(p, m, tasks.get(), n);
+	run_on_group(p, m, tasks.get(), n, Where);
 	expect((long)sb_semaphore_available(&sem), (long)p.permits, "every permit is back");
 	expect(sb_semaphore_destroy(&sem), 0, "destroy");
 	return n * p.rounds;
 }
-SBB_BATCH(group_semaphore, "contention/semaphore-N-threads", sbb::SYNCBAND, 10000);
+SBB_BATCH(group_semaphore<SB_GROUP_FLOATING>, "contention/semaphore-N-threads", sbb::SYNCBAND,
+	  10000);
+SBB_BATCH(group_semaphore<SB_GROUP_ANY>, "contention/semaphore-N-threads", sbb::SYNCBAND_PINNED,
+	  10000);
 
 } // namespace

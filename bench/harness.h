@@ -37,6 +37,8 @@ namespace sbb {
 constexpr const char *SYNCBAND = "syncband";
 // contention rows on plain threads with the blocking waits (contention.cc)
 constexpr const char *SYNCBAND_BLOCKING = "syncband-blocking";
+// contention rows on executor threads with tasks pinned to their thread
+constexpr const char *SYNCBAND_PINNED = "syncband-pinned";
 constexpr const char *PTHREAD = "pthread";
 constexpr const char *SEM_T = "sem_t";
 constexpr const char *C_ATOMIC = "c-atomic";

@@ -104,6 +104,8 @@ struct sb_task {
 	sb_waker join_waker;
 	int result;
 	int linked;
+	void *group;                /* a floating task's group (NULL: pinned) */
+	SB_ATOMIC(uint32_t) pins;   /* armed timers that hold a floating task in place */
 };
 
 /*
@@ -163,8 +165,8 @@ SB_API void sb_join_cancel(sb_join *j);
 
 /*
  * Blocks the calling thread until the task completes; returns its result.
- * -EDEADLK when called on the owner thread of the task's executor (the task
- * could never run).  For threads that are not executors (or that drive a
+ * -EDEADLK when called on the owner thread of the task's executor, or for a
+ * floating task on any thread of its group (the task could never run).  For threads that are not executors (or that drive a
  * different executor, which then does not run meanwhile).
  */
 SB_API int sb_join_wait(sb_join *j);
@@ -285,6 +287,7 @@ typedef struct sb_sleep {
 	uint64_t deadline;
 	sb_waker waker;
 	sb_executor *exec;
+	sb_task *pinned;            /* the floating task this armed timer holds in place */
 	int state;
 } sb_sleep;
 
@@ -342,6 +345,25 @@ SB_API extern const sb_future_ops sb_join_ops;
 
 /* sb_executor_group_spawn(): pick a thread round-robin. */
 #define SB_GROUP_ANY SIZE_MAX
+/*
+ * sb_executor_group_spawn(): a floating task.  It starts on a thread picked
+ * round-robin and afterwards runs where it is woken: when code running on
+ * another thread of the group wakes it while it is idle, it moves to that
+ * thread and runs there (after the task that woke it), rather than crossing
+ * to its old thread.  A mutex or a permit handed from task to task thus stays
+ * on one thread instead of paying a cross-thread wake per handoff (what a
+ * work-stealing runtime does by moving woken tasks to the waking worker).
+ *
+ * What a floating task may assume: it is polled by one thread at a time, and
+ * everything one poll did happens-before the next, wherever that runs; but
+ * consecutive polls may run on different threads of the group (so no
+ * thread-local state across polls, and sb_executor_current() may change).
+ * While a sleep or a timeout it polled is armed, it stays on that thread.
+ * A wake from a thread outside the group, or from a thread that is stopping,
+ * sends it back to the thread it last ran on.  Pinned tasks (a thread index
+ * or SB_GROUP_ANY) never move.
+ */
+#define SB_GROUP_FLOATING (SIZE_MAX - 1)
 
 /* N threads, each owning one executor.  Caller-owned; fields private. */
 typedef struct sb_executor_group {
@@ -364,19 +386,24 @@ SB_API int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_execu
 SB_API sb_executor *sb_executor_group_executor(sb_executor_group *g, size_t i);
 
 /*
- * sb_spawn onto thread `thread`, or round-robin with SB_GROUP_ANY.  Returns
- * as sb_spawn, -EINVAL for a thread index out of range, -ESHUTDOWN once the
- * group shuts down.  Thread-safe, also against shutdown.
+ * sb_spawn onto thread `thread`, round-robin with SB_GROUP_ANY, or as a
+ * floating task with SB_GROUP_FLOATING (see above).  Returns as sb_spawn,
+ * -EINVAL for a thread index out of range, -ESHUTDOWN once the group shuts
+ * down.  Thread-safe, also against shutdown.  Never allocates; a floating
+ * spawn takes the group's list lock once (and its completion once more).
  */
 SB_API int sb_executor_group_spawn(sb_executor_group *g, size_t thread, sb_task *t,
 				   sb_join *join);
 
 /*
- * Stops every thread: each destroys its executor, cancelling its unfinished
- * tasks (their cancel functions run on their own threads, returning what
- * they held); *cancelled (may be NULL) receives the total.  Waits for the
- * threads to exit.  Call from a thread outside the group.  Returns 0, or
- * -ESHUTDOWN when already shut down.
+ * Stops every thread's loop, then cancels the unfinished tasks: first the
+ * floating ones, on the calling thread while every group thread waits; then
+ * each thread destroys its executor, cancelling its pinned tasks on their
+ * own thread.  Cancel functions return what the tasks held; *cancelled (may
+ * be NULL) receives the total.  Waits for the threads to exit.  Call from a
+ * thread outside the group.  Returns 0, or -ESHUTDOWN when already shut down.
+ * A group thread whose loop was stopped by hand (sb_executor_stop) before
+ * the shutdown waits for the shutdown to destroy its executor.
  */
 SB_API int sb_executor_group_shutdown(sb_executor_group *g, size_t *cancelled);
 

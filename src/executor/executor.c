@@ -51,6 +51,11 @@ static sb_task *pop_local(struct sb_executor_impl *impl)
 	return t;
 }
 
+sb_task *sb__exec_pop_local(sb_executor *ex)
+{
+	return pop_local(ex->impl);
+}
+
 void sb__exec_live_link(struct sb_executor_impl *impl, sb_task *t)
 {
 	t->live_prev = NULL;
@@ -76,7 +81,7 @@ void sb__exec_live_unlink(struct sb_executor_impl *impl, sb_task *t)
 }
 
 /* Moves everything other threads pushed onto the local queue, oldest first. */
-static void drain_inbox(sb_executor *ex)
+void sb__exec_drain_inbox(sb_executor *ex)
 {
 	/* relaxed: a cheap emptiness test; a push we miss is seen next iteration,
 	 * and park() re-checks with seq_cst before sleeping. */
@@ -286,7 +291,7 @@ static void reap(sb_executor *ex)
 static bool spin_for_inbox(sb_executor *ex)
 {
 	for (int i = 0; i < PARK_SPINS; i++) {
-		/* relaxed: a hint; the loop's drain_inbox takes it with acquire. */
+		/* relaxed: a hint; the loop's sb__exec_drain_inbox takes it with acquire. */
 		if (atomic_load_explicit(&ex->inbox, memory_order_relaxed) != NULL)
 			return true;
 		sb_cpu_relax();
@@ -338,9 +343,10 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 	sb_executor *prev = sb__exec_current;
 	sb__exec_current = ex;
 	impl->running = 1;
+	impl->takes_floating = mode == LOOP_UNTIL_STOPPED && impl->group;
 	int rc = 0;
 	for (;;) {
-		drain_inbox(ex);
+		sb__exec_drain_inbox(ex);
 		flush_task_work(impl);
 		if (io_uring_cq_ready(&impl->ring))
 			reap(ex);
@@ -367,6 +373,7 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 		if (!impl->q_head)
 			park(ex, mode);
 	}
+	impl->takes_floating = false;
 	impl->running = 0;
 	sb__exec_current = prev;
 	return rc;
@@ -551,7 +558,7 @@ int sb_executor_destroy(sb_executor *ex, size_t *cancelled)
 
 	size_t n = 0;
 	for (;;) {
-		drain_inbox(ex);
+		sb__exec_drain_inbox(ex);
 		sb_task *t;
 		while ((t = pop_local(impl)))
 			n += sb__task_cancel(ex, t, true);

@@ -1,6 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A group of N executor threads, one ring each.
+ * A group of N executor threads, one ring each, and the group's floating
+ * tasks.
+ *
+ * Shutdown runs in two phases so that a floating task, which may sit on any
+ * thread, is cancelled exactly once and never under a running loop:
+ *   1. every loop is stopped, and each thread reports that and waits;
+ *   2. the shutting-down thread, while they wait (the mutex orders their
+ *      queues and timer lists before us and our changes before them),
+ *      cancels every unfinished floating task: those in run queues and
+ *      inboxes, then the idle ones on the group's list, until the list is
+ *      empty (a cancel may wake others, which land in inboxes);
+ *   3. then each thread destroys its executor, cancelling its pinned tasks.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,6 +36,10 @@ struct sb_group_impl {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	size_t ready;              /* threads that finished sb_executor_init */
+	size_t stopped;            /* threads whose loop has returned */
+	bool destroy;              /* shutdown phase 3: threads may destroy */
+	pthread_mutex_t float_mu;  /* guards the floating list */
+	sb_task *float_head;       /* unfinished floating tasks (live_prev/next) */
 	bool has_cfg;
 	sb_executor_config cfg;
 	struct sb_group_thread *threads;
@@ -43,14 +58,97 @@ static void *group_main(void *arg)
 	pthread_cond_broadcast(&gi->cv);
 	pthread_mutex_unlock(&gi->mu);
 	if (rc == 0) {
+		gt->ex.impl->group = gi;
 		sb__exec_loop(&gt->ex, LOOP_UNTIL_STOPPED, NULL);
+		pthread_mutex_lock(&gi->mu);
+		gi->stopped++;
+		pthread_cond_broadcast(&gi->cv);
+		while (!gi->destroy)
+			pthread_cond_wait(&gi->cv, &gi->mu);
+		pthread_mutex_unlock(&gi->mu);
 		sb_executor_destroy(&gt->ex, &gt->cancelled);
 	}
 	return NULL;
 }
 
+void sb__group_float_link(struct sb_group_impl *gi, sb_task *t)
+{
+	pthread_mutex_lock(&gi->float_mu);
+	t->live_prev = NULL;
+	t->live_next = gi->float_head;
+	if (gi->float_head)
+		gi->float_head->live_prev = t;
+	gi->float_head = t;
+	t->linked = 1;
+	pthread_mutex_unlock(&gi->float_mu);
+}
+
+void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t)
+{
+	pthread_mutex_lock(&gi->float_mu);
+	if (t->live_prev)
+		t->live_prev->live_next = t->live_next;
+	else
+		gi->float_head = t->live_next;
+	if (t->live_next)
+		t->live_next->live_prev = t->live_prev;
+	t->live_prev = t->live_next = NULL;
+	t->linked = 0;
+	pthread_mutex_unlock(&gi->float_mu);
+}
+
+/* Cancels the floating tasks in ex's run queue and inbox, keeping the rest. */
+static size_t cancel_queued_floating(sb_executor *ex)
+{
+	size_t n = 0;
+	sb__exec_drain_inbox(ex);
+	sb_task *keep = NULL, **tail = &keep, *t;
+	while ((t = sb__exec_pop_local(ex))) {
+		if (t->group) {
+			n += sb__task_cancel(ex, t, true);
+		} else {
+			*tail = t;
+			tail = &t->next;
+		}
+	}
+	*tail = NULL;
+	while (keep) {
+		t = keep;
+		keep = t->next;
+		sb__exec_push_local(ex, t);
+	}
+	return n;
+}
+
+/* Shutdown phase 2 (see the top of the file).  Every loop has stopped. */
+static size_t cancel_floating(struct sb_group_impl *gi)
+{
+	size_t n = 0;
+	for (;;) {
+		for (size_t i = 0; i < gi->n; i++)
+			if (gi->threads[i].started && gi->threads[i].init_rc == 0)
+				n += cancel_queued_floating(&gi->threads[i].ex);
+		/* Only this thread finishes tasks now, so the list changes only
+		 * under our own cancels, each unlinking its own task. */
+		pthread_mutex_lock(&gi->float_mu);
+		sb_task *t = gi->float_head;
+		pthread_mutex_unlock(&gi->float_mu);
+		if (!t)
+			return n;
+		while (t) {
+			sb_task *next = t->live_next;
+			/* false: SCHEDULED, on its way to an inbox; the next round
+			 * finds it there. */
+			n += sb__task_cancel(t->exec, t, false);
+			t = next;
+		}
+		sched_yield();
+	}
+}
+
 static void group_free(struct sb_group_impl *gi)
 {
+	pthread_mutex_destroy(&gi->float_mu);
 	pthread_cond_destroy(&gi->cv);
 	pthread_mutex_destroy(&gi->mu);
 	free(gi->threads);
@@ -60,10 +158,21 @@ static void group_free(struct sb_group_impl *gi)
 /* Stops and joins every started thread; returns the cancelled total. */
 static size_t group_stop(struct sb_group_impl *gi)
 {
-	size_t total = 0;
+	size_t looping = 0;
 	for (size_t i = 0; i < gi->n; i++)
-		if (gi->threads[i].started && gi->threads[i].init_rc == 0)
+		if (gi->threads[i].started && gi->threads[i].init_rc == 0) {
 			sb_executor_stop(&gi->threads[i].ex);
+			looping++;
+		}
+	pthread_mutex_lock(&gi->mu);
+	while (gi->stopped < looping)
+		pthread_cond_wait(&gi->cv, &gi->mu);
+	pthread_mutex_unlock(&gi->mu);
+	size_t total = cancel_floating(gi);
+	pthread_mutex_lock(&gi->mu);
+	gi->destroy = true;
+	pthread_cond_broadcast(&gi->cv);
+	pthread_mutex_unlock(&gi->mu);
 	for (size_t i = 0; i < gi->n; i++) {
 		if (!gi->threads[i].started)
 			continue;
@@ -98,6 +207,7 @@ int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_executor_con
 	}
 	pthread_mutex_init(&gi->mu, NULL);
 	pthread_cond_init(&gi->cv, NULL);
+	pthread_mutex_init(&gi->float_mu, NULL);
 
 	int err = 0;
 	size_t started = 0;
@@ -146,10 +256,14 @@ int sb_executor_group_spawn(sb_executor_group *g, size_t thread, sb_task *t, sb_
 		rc = -ESHUTDOWN;
 	} else {
 		size_t i = thread;
-		if (i == SB_GROUP_ANY)
+		if (i == SB_GROUP_ANY || i == SB_GROUP_FLOATING)
 			/* relaxed: any spread will do; only the counter's atomicity matters. */
 			i = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed) % g->n;
-		rc = i < g->n ? sb_spawn(&g->impl->threads[i].ex, t, join) : -EINVAL;
+		if (i >= g->n)
+			rc = -EINVAL;
+		else
+			rc = sb__spawn(&g->impl->threads[i].ex, t, join,
+				       thread == SB_GROUP_FLOATING ? g->impl : NULL);
 	}
 	/* release: our reads of the group come before shutdown frees it. */
 	atomic_fetch_sub_explicit(&g->users, 1, memory_order_release);

@@ -13,6 +13,7 @@
  *   bit 5  T_JOIN_WAKER join_waker holds a clone that the joiner set up
  *   bit 6  T_COMPLETING the owner took the join waker and is about to set
  *                       T_DONE; the joiner may not register meanwhile
+ *   bit 7  T_FLOATING   spawned with SB_GROUP_FLOATING: may move (see below)
  *   bits 8-             reference count
  *
  * Completion is two CASes: the first takes the join waker (setting
@@ -34,6 +35,16 @@
  * push until after the doorbell, so destroy (which waits for refs to reach 0
  * after every unfinished task has come home) cannot close the ring or return
  * under it.  A wake of a finished task touches only the task.
+ *
+ * Floating tasks (group.c): the waker that takes an idle floating task to
+ * SCHEDULED owns it until the push, so it may also choose where it goes:
+ * onto its own executor's local queue (rewriting t->exec and t->owner before
+ * the push) when it runs on a thread of the same group whose loop is live,
+ * and no armed timer pins the task (t->pins).  Everyone else reads t->exec
+ * only after winning that CAS, or after the poll that ran there.  A floating
+ * task's "list of unfinished tasks" is its group's, under the group's lock,
+ * since it may finish on any thread; group shutdown cancels floating tasks
+ * first, on the shutting-down thread, while every loop is stopped.
  */
 #ifndef SYNCBAND_SRC_EXECUTOR_INTERNAL_H
 #define SYNCBAND_SRC_EXECUTOR_INTERNAL_H
@@ -52,6 +63,7 @@
 #define T_CANCELLED ((uint64_t)1 << 4)
 #define T_JOIN_WAKER ((uint64_t)1 << 5)
 #define T_COMPLETING ((uint64_t)1 << 6)
+#define T_FLOATING ((uint64_t)1 << 7)
 #define T_REF_SHIFT 8
 #define T_REF_ONE ((uint64_t)1 << T_REF_SHIFT)
 
@@ -107,6 +119,9 @@ struct sb_executor_impl {
 	bool efd_armed;
 	size_t msgs_in_flight;      /* our MSG_RINGs whose CQE we have not reaped */
 	int running;                /* inside run/block_on/destroy */
+	struct sb_group_impl *group; /* the group whose thread owns us, or NULL */
+	bool takes_floating;        /* a group loop is live: woken floating tasks may come here */
+	sb_task *current;           /* the task being polled, for timers to pin */
 };
 
 /* Per-thread: identity of this thread, and the executor it is running. */
@@ -131,6 +146,15 @@ void sb__exec_push_remote_held(sb_executor *ex, sb_task *t);
 void sb__exec_live_link(struct sb_executor_impl *impl, sb_task *t);
 void sb__exec_live_unlink(struct sb_executor_impl *impl, sb_task *t);
 int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root);
+void sb__exec_drain_inbox(sb_executor *ex);
+sb_task *sb__exec_pop_local(sb_executor *ex);
+
+/* task.c: sb_spawn, or a floating spawn for group `floating` (non-NULL) */
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *floating);
+
+/* group.c: the list of a group's unfinished floating tasks */
+void sb__group_float_link(struct sb_group_impl *gi, sb_task *t);
+void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t);
 
 /* timer.c */
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now);

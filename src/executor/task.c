@@ -35,6 +35,9 @@ static void task_clear_run_state(sb_task *t)
 	t->join_waker = (sb_waker){ NULL, NULL };
 	t->result = SB_PENDING;
 	t->linked = 0;
+	t->group = NULL;
+	/* relaxed: the task is not shared while it is (re)initialised. */
+	atomic_store_explicit(&t->pins, 0, memory_order_relaxed);
 }
 
 void sb_task_init(sb_task *t, sb_task_poll_fn poll, sb_task_cancel_fn cancel,
@@ -84,6 +87,32 @@ static void task_drop(const void *data)
 }
 
 /*
+ * A floating task we just made SCHEDULED (so no thread runs or queues it, and
+ * we own its placement until the push): runs it on this thread when this is
+ * a live loop of its group and no armed timer holds it where it is.
+ */
+static bool take_floating_task(sb_task *t)
+{
+	sb_executor *cur = sb__exec_current;
+	if (!cur || !cur->impl->takes_floating || cur->impl->group != t->group)
+		return false;
+	/* relaxed: our own loop's stop request, read on our own thread; a
+	 * request we miss leaves the task in a queue that shutdown drains. */
+	if (atomic_load_explicit(&cur->flags, memory_order_relaxed) & EX_STOP_REQ)
+		return false;
+	/* acquire: pairs with the release decrement of the thread that disarmed
+	 * the timer, so its last touches of the sleep happen-before the poll we
+	 * are about to run here.  An increment comes from a poll that our CAS on
+	 * the state word already ordered before us. */
+	if (atomic_load_explicit(&t->pins, memory_order_acquire) != 0)
+		return false;
+	t->exec = cur;
+	t->owner = cur->owner;
+	sb__exec_push_local(cur, t);
+	return true;
+}
+
+/*
  * The wake: an idle task becomes SCHEDULED and goes onto a queue; a running
  * task is marked NOTIFIED (the owner requeues it after the poll); a queued,
  * notified or finished task needs nothing.  `consume`: the caller's reference
@@ -123,7 +152,7 @@ static void task_schedule(sb_task *t, bool consume)
 	sb_executor *ex = t->exec;
 	if (t->owner == (const void *)&sb__exec_thread_tag)
 		sb__exec_push_local(ex, t);
-	else
+	else if (!(s & T_FLOATING) || !take_floating_task(t))
 		sb__exec_push_remote(ex, t);
 }
 
@@ -146,7 +175,10 @@ static void task_wake_by_ref(const void *data)
 static void task_complete(sb_executor *ex, sb_task *t, int result, uint64_t extra)
 {
 	t->result = result;
-	sb__exec_live_unlink(ex->impl, t);
+	if (t->group)
+		sb__group_float_unlink(t->group, t);
+	else
+		sb__exec_live_unlink(ex->impl, t);
 	sb_task_release_fn release = t->release;
 
 	/* relaxed: a first guess for the CAS. */
@@ -193,7 +225,9 @@ void sb__task_run(sb_executor *ex, sb_task *t)
 		sb__exec_live_link(ex->impl, t);
 
 	sb_waker w = { &sb__task_waker_vtable, t };
+	ex->impl->current = t;
 	int r = t->poll(t, &w);
+	ex->impl->current = NULL;
 	if (r <= 0) {
 		task_complete(ex, t, r, 0);
 		return;
@@ -244,9 +278,16 @@ bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued)
 
 int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
 {
+	return sb__spawn(ex, t, join, NULL);
+}
+
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *floating)
+{
 	if (!t->poll)
 		return -EINVAL;
 	uint64_t initial = T_SCHEDULED | (join ? 3 : 2) * T_REF_ONE; /* list, queue, join */
+	if (floating)
+		initial |= T_FLOATING;
 	/* relaxed: a first guess for the CAS. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	do {
@@ -259,6 +300,11 @@ int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
 	t->exec = ex;
 	t->owner = ex->owner;
 	task_clear_run_state(t);
+	if (floating) {
+		/* Listed before it can run anywhere, so shutdown always finds it. */
+		t->group = floating;
+		sb__group_float_link(floating, t);
+	}
 
 	int rc = 0;
 	if (exec_is_owner(ex)) {
@@ -284,6 +330,8 @@ int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
 		}
 	}
 	if (rc) {
+		if (floating)
+			sb__group_float_unlink(floating, t);
 		/* release: our writes to the task come before a later spawn's acquire. */
 		atomic_store_explicit(&t->state, 0, memory_order_release);
 		return rc;
@@ -406,9 +454,17 @@ static sb_waker parker_clone(const void *data)
 
 int sb_join_wait(sb_join *j)
 {
-	/* t->owner, not t->exec: the executor may be gone once the task is done. */
-	if (j->task && j->task->owner == (const void *)&sb__exec_thread_tag)
+	sb_task *t = j->task;
+	/* A floating task's group, written by its spawn, never changes; the
+	 * thread it is on may, so from any thread of its group we refuse. */
+	if (t && t->group) {
+		if (sb__exec_current && sb__exec_current->impl &&
+		    sb__exec_current->impl->group == t->group)
+			return -EDEADLK;
+	} else if (t && t->owner == (const void *)&sb__exec_thread_tag) {
+		/* t->owner, not t->exec: the executor may be gone once the task is done. */
 		return -EDEADLK;
+	}
 	parker p;
 	/* atomic_init: the parker is not shared until the poll below. */
 	atomic_init(&p.flag, 0);

@@ -51,6 +51,33 @@ static void timer_unlink(struct sb_executor_impl *impl, sb_sleep *s)
 	s->prev = s->next = NULL;
 }
 
+/*
+ * An armed timer keeps a floating task on this thread (the timer list is
+ * ours alone).  Pinned when it is linked, unpinned after the last touch of
+ * the sleep by this thread.
+ */
+static void timer_pin(struct sb_executor_impl *impl, sb_sleep *s)
+{
+	sb_task *t = impl->current;
+	if (!t || !t->group)
+		return;
+	s->pinned = t;
+	/* relaxed: the poll we are in ends with a release CAS on the task's
+	 * state, which any waker that could move the task acquires first. */
+	atomic_fetch_add_explicit(&t->pins, 1, memory_order_relaxed);
+}
+
+static void timer_unpin(sb_sleep *s)
+{
+	sb_task *t = s->pinned;
+	if (!t)
+		return;
+	s->pinned = NULL;
+	/* release: our last touches of the sleep happen-before the poll on the
+	 * thread of a waker that sees 0 (its acquire load) and moves the task. */
+	atomic_fetch_sub_explicit(&t->pins, 1, memory_order_release);
+}
+
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now)
 {
 	sb_sleep *s;
@@ -59,6 +86,7 @@ void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now)
 		s->state = SLEEP_FIRED;
 		sb_waker w = s->waker;
 		s->waker = (sb_waker){ NULL, NULL };
+		timer_unpin(s);
 		sb_waker_wake(w);
 	}
 }
@@ -71,6 +99,7 @@ void sb__timers_detach_all(struct sb_executor_impl *impl)
 		s->state = SLEEP_FIRED;
 		sb_waker w = s->waker;
 		s->waker = (sb_waker){ NULL, NULL };
+		timer_unpin(s);
 		sb_waker_drop(w);
 	}
 }
@@ -81,6 +110,7 @@ void sb_sleep_until_init(sb_sleep *s, uint64_t deadline_ns)
 	s->deadline = deadline_ns;
 	s->waker = (sb_waker){ NULL, NULL };
 	s->exec = NULL;
+	s->pinned = NULL;
 	s->state = SLEEP_IDLE;
 }
 
@@ -106,6 +136,7 @@ int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
 			timer_unlink(ex->impl, s);
 			sb_waker_drop(s->waker);
 			s->waker = (sb_waker){ NULL, NULL };
+			timer_unpin(s);
 		}
 		s->state = SLEEP_DONE;
 		return 0;
@@ -124,6 +155,7 @@ int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
 	s->waker = sb_waker_clone(w);
 	s->state = SLEEP_LINKED;
 	timer_insert(ex->impl, s);
+	timer_pin(ex->impl, s);
 	return SB_PENDING;
 }
 
@@ -133,6 +165,7 @@ void sb_sleep_cancel(sb_sleep *s)
 		timer_unlink(s->exec->impl, s);
 		sb_waker_drop(s->waker);
 		s->waker = (sb_waker){ NULL, NULL };
+		timer_unpin(s);
 	}
 	s->state = SLEEP_DONE;
 }

@@ -1437,10 +1437,15 @@ static void spawn_on(struct soak *s, soak_task *t, size_t thread)
 	assert_int_equal(sb_executor_group_spawn(&s->g, thread, &t->task, &t->join), 0);
 }
 
-/* Even-numbered tasks go to a chosen thread, the others round-robin. */
+/*
+ * A third of the tasks go to a chosen thread, a third round-robin, and a
+ * third float (they move to the thread that wakes them).
+ */
 static void spawn(struct soak *s, soak_task *t, size_t n)
 {
-	spawn_on(s, t, n % 2 == 0 ? (n / 2) % s->threads : SB_GROUP_ANY);
+	size_t where = n % 3 == 0 ? (n / 3) % s->threads : n % 3 == 1 ? SB_GROUP_ANY
+									: SB_GROUP_FLOATING;
+	spawn_on(s, t, where);
 }
 
 struct totals {

@@ -361,7 +361,9 @@ SB_API extern const sb_future_ops sb_join_ops;
  * While a sleep or a timeout it polled is armed, it stays on that thread.
  * A wake from a thread outside the group, or from a thread that is stopping,
  * sends it back to the thread it last ran on.  Pinned tasks (a thread index
- * or SB_GROUP_ANY) never move.
+ * or SB_GROUP_ANY) never move.  There is no stealing: floating tasks that
+ * keep waking each other gather on one thread (which is the point for a
+ * contended lock) and an idle thread does not take work from a busy one.
  */
 #define SB_GROUP_FLOATING (SIZE_MAX - 1)
 

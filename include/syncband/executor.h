@@ -302,7 +302,11 @@ SB_API void sb_sleep_until_init(sb_sleep *s, uint64_t deadline_ns);
  * different executor than the one it registered with.  Owner thread only.
  */
 SB_API int sb_sleep_poll(sb_sleep *s, const sb_waker *w);
-/* Unregisters and drops the waker.  On the thread that polled it. */
+/*
+ * Unregisters and drops the waker.  On the thread that polled it, or in the
+ * cancel function of a floating task that a group shutdown cancels (on the
+ * shutting-down thread, while every group thread waits).
+ */
 SB_API void sb_sleep_cancel(sb_sleep *s);
 
 /*

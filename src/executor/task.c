@@ -313,7 +313,8 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *
 		if (!(f & EX_LIVE) || (f & EX_STOPPING)) {
 			rc = -ESHUTDOWN;
 		} else {
-			sb__exec_live_link(ex->impl, t);
+			if (!floating) /* a floating task is on its group's list */
+				sb__exec_live_link(ex->impl, t);
 			sb__exec_push_local(ex, t);
 		}
 	} else {

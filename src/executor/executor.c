@@ -58,26 +58,14 @@ sb_task *sb__exec_pop_local(sb_executor *ex)
 
 void sb__exec_live_link(struct sb_executor_impl *impl, sb_task *t)
 {
-	t->live_prev = NULL;
-	t->live_next = impl->live_head;
-	if (impl->live_head)
-		impl->live_head->live_prev = t;
-	impl->live_head = t;
+	task_list_push(&impl->live_head, t);
 	impl->live_count++;
-	t->linked = 1;
 }
 
 void sb__exec_live_unlink(struct sb_executor_impl *impl, sb_task *t)
 {
-	if (t->live_prev)
-		t->live_prev->live_next = t->live_next;
-	else
-		impl->live_head = t->live_next;
-	if (t->live_next)
-		t->live_next->live_prev = t->live_prev;
-	t->live_prev = t->live_next = NULL;
+	task_list_remove(&impl->live_head, t);
 	impl->live_count--;
-	t->linked = 0;
 }
 
 /* Moves everything other threads pushed onto the local queue, oldest first. */

@@ -74,26 +74,14 @@ static void *group_main(void *arg)
 void sb__group_float_link(struct sb_group_impl *gi, sb_task *t)
 {
 	pthread_mutex_lock(&gi->float_mu);
-	t->live_prev = NULL;
-	t->live_next = gi->float_head;
-	if (gi->float_head)
-		gi->float_head->live_prev = t;
-	gi->float_head = t;
-	t->linked = 1;
+	task_list_push(&gi->float_head, t);
 	pthread_mutex_unlock(&gi->float_mu);
 }
 
 void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t)
 {
 	pthread_mutex_lock(&gi->float_mu);
-	if (t->live_prev)
-		t->live_prev->live_next = t->live_next;
-	else
-		gi->float_head = t->live_next;
-	if (t->live_next)
-		t->live_next->live_prev = t->live_prev;
-	t->live_prev = t->live_next = NULL;
-	t->linked = 0;
+	task_list_remove(&gi->float_head, t);
 	pthread_mutex_unlock(&gi->float_mu);
 }
 

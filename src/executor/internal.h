@@ -152,6 +152,32 @@ sb_task *sb__exec_pop_local(sb_executor *ex);
 /* task.c: sb_spawn, or a floating spawn for group `floating` (non-NULL) */
 int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *floating);
 
+/*
+ * The lists of unfinished tasks (an executor's, and a group's for floating
+ * tasks) link through live_prev/live_next; `linked` says the task is on one.
+ */
+static inline void task_list_push(sb_task **head, sb_task *t)
+{
+	t->live_prev = NULL;
+	t->live_next = *head;
+	if (*head)
+		(*head)->live_prev = t;
+	*head = t;
+	t->linked = 1;
+}
+
+static inline void task_list_remove(sb_task **head, sb_task *t)
+{
+	if (t->live_prev)
+		t->live_prev->live_next = t->live_next;
+	else
+		*head = t->live_next;
+	if (t->live_next)
+		t->live_next->live_prev = t->live_prev;
+	t->live_prev = t->live_next = NULL;
+	t->linked = 0;
+}
+
 /* group.c: the list of a group's unfinished floating tasks */
 void sb__group_float_link(struct sb_group_impl *gi, sb_task *t);
 void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t);

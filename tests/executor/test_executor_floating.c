@@ -354,6 +354,21 @@ static void hop_run_all(group_view *v, hop_task *h, int tasks, const size_t *whe
 	free(j);
 }
 
+/* Runs `tasks` floating hop tasks through `stages` on a group of `threads`. */
+static void hop_run_floating(group_view *v, size_t threads, hop_task *h, int tasks,
+			     const hop_stage *stages, int nstages)
+{
+	size_t *where = calloc((size_t)tasks, sizeof *where);
+	assert_non_null(where);
+	view_init(v, threads);
+	for (int i = 0; i < tasks; i++) {
+		hop_init(&h[i], v, stages, nstages);
+		where[i] = SB_GROUP_FLOATING;
+	}
+	hop_run_all(v, h, tasks, where, true);
+	free(where);
+}
+
 /* ------------------------------------------------------------ where it runs */
 
 static void a_floating_task_woken_from_another_group_thread_runs_on_the_wakers_thread(void **state)
@@ -367,14 +382,8 @@ static void a_floating_task_woken_from_another_group_thread_runs_on_the_wakers_t
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "floating tasks woken from the next group thread");
 	static group_view v;
-	view_init(&v, 3);
 	static hop_task h[TASKS];
-	size_t where[TASKS];
-	for (int i = 0; i < TASKS; i++) {
-		hop_init(&h[i], &v, stages, 6);
-		where[i] = SB_GROUP_FLOATING;
-	}
-	hop_run_all(&v, h, TASKS, where, true);
+	hop_run_floating(&v, 3, h, TASKS, stages, 6);
 	/* Six hops round three threads: each task ended on the thread after its first. */
 	for (int i = 0; i < TASKS; i++)
 		assert_ptr_equal(h[i].woke_on[5], v.ex[view_index(&v, h[i].waited_on[0])]);
@@ -396,14 +405,8 @@ static void a_floating_task_woken_from_a_plain_thread_stays_on_its_last_thread(v
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "floating tasks woken from a plain thread");
 	static group_view v;
-	view_init(&v, 3);
 	static hop_task h[TASKS];
-	size_t where[TASKS];
-	for (int i = 0; i < TASKS; i++) {
-		hop_init(&h[i], &v, stages, 5);
-		where[i] = SB_GROUP_FLOATING;
-	}
-	hop_run_all(&v, h, TASKS, where, true);
+	hop_run_floating(&v, 3, h, TASKS, stages, 5);
 	for (int i = 0; i < TASKS; i++)
 		assert_ptr_not_equal(h[i].woke_on[2], h[i].waited_on[0]);
 	sb_watchdog_stop(&wd);
@@ -421,14 +424,8 @@ static void a_floating_task_with_an_armed_timeout_stays_on_its_thread(void **sta
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "floating tasks with armed timers");
 	static group_view v;
-	view_init(&v, 2);
 	static hop_task h[TASKS];
-	size_t where[TASKS];
-	for (int i = 0; i < TASKS; i++) {
-		hop_init(&h[i], &v, stages, 3);
-		where[i] = SB_GROUP_FLOATING;
-	}
-	hop_run_all(&v, h, TASKS, where, true);
+	hop_run_floating(&v, 2, h, TASKS, stages, 3);
 	for (int i = 0; i < TASKS; i++)
 		assert_ptr_equal(h[i].woke_on[2], h[i].waited_on[0]);
 	sb_watchdog_stop(&wd);
@@ -447,14 +444,8 @@ static void a_floating_task_moves_again_once_its_timers_are_disarmed(void **stat
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "floating tasks after their timers");
 	static group_view v;
-	view_init(&v, 2);
 	static hop_task h[TASKS];
-	size_t where[TASKS];
-	for (int i = 0; i < TASKS; i++) {
-		hop_init(&h[i], &v, stages, 4);
-		where[i] = SB_GROUP_FLOATING;
-	}
-	hop_run_all(&v, h, TASKS, where, true);
+	hop_run_floating(&v, 2, h, TASKS, stages, 4);
 	/* Two moves on two threads: back where it started. */
 	for (int i = 0; i < TASKS; i++)
 		assert_ptr_equal(h[i].woke_on[3], h[i].waited_on[0]);

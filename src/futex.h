@@ -11,6 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The 32-bit half of a word that holds its low bits: what a futex can watch. */
+static inline _Atomic uint32_t *sb_futex_low_half(_Atomic size_t *word)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (_Atomic uint32_t *)(void *)((char *)word + sizeof(size_t) - sizeof(uint32_t));
+#else
+	return (_Atomic uint32_t *)(void *)word;
+#endif
+}
+
 #ifdef SB_MODEL_CHECK
 /*
  * The model-check build (tests/model) runs logical threads under its own

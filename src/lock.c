@@ -13,16 +13,6 @@
 #endif
 
 
-/* The futex is the 32-bit half of the word that holds the lock bits. */
-static inline _Atomic uint32_t *qlock_futex(_Atomic size_t *word)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return (_Atomic uint32_t *)(void *)((char *)word + sizeof(size_t) - sizeof(uint32_t));
-#else
-	return (_Atomic uint32_t *)(void *)word;
-#endif
-}
-
 size_t sb_qlock_wait(_Atomic size_t *word, size_t state)
 {
 	for (int i = 0; i < SB_QLOCK_SPINS && (state & SB_QLOCK_HELD); i++) {
@@ -37,7 +27,7 @@ size_t sb_qlock_wait(_Atomic size_t *word, size_t state)
 		    !atomic_compare_exchange_weak_explicit(word, &state, state | SB_QLOCK_PARKED,
 							   memory_order_relaxed, memory_order_relaxed))
 			continue;
-		sb_futex_wait(qlock_futex(word), (uint32_t)(state | SB_QLOCK_PARKED), NULL);
+		sb_futex_wait(sb_futex_low_half(word), (uint32_t)(state | SB_QLOCK_PARKED), NULL);
 		/* relaxed: as above. */
 		state = atomic_load_explicit(word, memory_order_relaxed);
 	}
@@ -46,5 +36,5 @@ size_t sb_qlock_wait(_Atomic size_t *word, size_t state)
 
 void sb_qlock_wake_all(_Atomic size_t *word)
 {
-	sb_futex_wake(qlock_futex(word), INT32_MAX);
+	sb_futex_wake(sb_futex_low_half(word), INT32_MAX);
 }

@@ -18,29 +18,33 @@ void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_ba
 	}
 }
 
+bool sb_waitq_cancel_held(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker)
+{
+	size_t r = sb_waiter_remaining_locked(w);
+	*remaining = r;
+	if (!sb_waiter_is_detached(r)) {
+		*waker = sb_waitq_unlink(q, w);
+		return true;
+	}
+	sb_waitq_unlock(q);
+	return false;
+}
+
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker)
 {
 	size_t r = sb_waiter_load(w);
 	if (!sb_waiter_is_detached(r)) {
 		sb_waitq_lock(q, 0);
-		r = sb_waiter_remaining_locked(w);
-		if (!sb_waiter_is_detached(r)) {
-			*remaining = r;
-			*waker = sb_waitq_unlink(q, w);
-			return true;
-		}
-		sb_waitq_unlock(q);
+		return sb_waitq_cancel_held(q, w, remaining, waker);
 	}
 	*remaining = r;
 	return false;
 }
 
-size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
-	size_t remaining;
 	sb_waker old = SB_NO_WAKER;
-	sb_waitq_lock(q, 0);
-	remaining = sb_waiter_remaining_locked(w);
+	size_t remaining = sb_waiter_remaining_locked(w);
 	if (!sb_waiter_is_detached(remaining) && !sb_waker_will_wake(&w->waker, waker)) {
 		old = w->waker;
 		w->waker = sb_waker_clone(waker);
@@ -48,4 +52,10 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 	sb_waitq_unlock(q);
 	sb_waitq_after_unlock(NULL, old);
 	return remaining;
+}
+
+size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+{
+	sb_waitq_lock(q, 0);
+	return sb_waitq_repoll_held(q, w, waker);
 }

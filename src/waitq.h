@@ -28,6 +28,10 @@
  *   SB_WAITER_GRANTED (0)              detached, everything granted
  *   SB_WAITER_CLOSED                   detached, completed with an error
  *
+ * `waker` is written only by the node's owner (when it registers, and when
+ * it re-registers under the lock); a lock holder only reads it.  So the
+ * owner may compare it with a new waker without the lock.
+ *
  * A lock holder detaches a waiter by unlinking it, moving its waker into a
  * wake batch, and only then storing the final value with release order.
  * From that store on, the owner may free the node, so the lock holder never
@@ -217,9 +221,9 @@ static inline sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
 	else
 		q->tail = w->prev;
 	w->next = w->prev = NULL;
-	sb_waker waker = w->waker;
-	w->waker = SB_NO_WAKER;
-	return waker;
+	/* Moved out, not cleared: only the node's owner writes `waker` (see the
+	 * top of the file), so that it may compare it without the lock. */
+	return w->waker;
 }
 
 /*
@@ -273,19 +277,24 @@ void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
  */
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
+/* The second half of sb_waitq_cancel_locked, for a caller that took the lock. */
+bool sb_waitq_cancel_held(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
+
 /* sb_waitq_repoll() for a waiter still queued: takes the lock. */
 size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 
+/* The same for a caller that took the lock; unlocks. */
+size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+
 /*
  * Owner's poll of a queued waiter: returns the final value if it was
- * detached (one load, no lock); otherwise re-registers `waker` (cloning it
- * only if it will not wake the registered one) and returns the amount still
- * owed.
+ * detached, or what it is still owed if `waker` will wake the registered one
+ * (one load each, no lock); otherwise re-registers `waker` under the lock.
  */
 static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
 	size_t remaining = sb_waiter_load(w);
-	if (sb_waiter_is_detached(remaining))
+	if (sb_waiter_is_detached(remaining) || sb_waker_will_wake(&w->waker, waker))
 		return remaining;
 	return sb_waitq_repoll_queued(q, w, waker);
 }
@@ -297,19 +306,24 @@ static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *
 #define SB_FUTURE_IDLE 2
 
 /*
- * A later poll of a queued future: re-registers `waker`, and when the waiter
- * was detached records the result (SB_WAITER_GRANTED: 0, SB_WAITER_CLOSED:
- * -ESHUTDOWN).  Returns the status.
+ * Records a detached waiter's result in `status` (SB_WAITER_GRANTED: 0,
+ * SB_WAITER_CLOSED: -ESHUTDOWN); anything else leaves it pending.  Returns
+ * the status.  sb_future_repoll: a later poll of a queued future, which
+ * re-registers `waker` and then settles.
  */
-static inline int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w,
-				   const sb_waker *waker)
+static inline int sb_future_settle(int *status, size_t remaining)
 {
-	size_t remaining = sb_waitq_repoll(q, w, waker);
 	if (remaining == SB_WAITER_GRANTED)
 		*status = 0;
 	else if (remaining == SB_WAITER_CLOSED)
 		*status = -ESHUTDOWN;
 	return *status;
+}
+
+static inline int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w,
+				   const sb_waker *waker)
+{
+	return sb_future_settle(status, sb_waitq_repoll(q, w, waker));
 }
 
 /*

@@ -48,6 +48,8 @@ static void sizes_fit_the_contract(void **state)
 	assert_true(sizeof(sb_semaphore) <= 32);
 	assert_int_equal(sizeof(sb_semaphore), 24);
 	assert_true(sizeof(sb_semaphore_acquire) <= 64);
+	/* A lone waiter's address goes into the word above its low 4 bits. */
+	assert_int_equal(_Alignof(sb_semaphore_acquire), 16);
 }
 
 static void init_rejects_a_count_above_the_maximum(void **state)
@@ -275,6 +277,54 @@ static void cancel_after_full_grant_with_nobody_behind_restores_the_count(void *
 	assert_int_equal(sb_semaphore_available(&s), 0);
 	sb_semaphore_acquire_cancel(&a);
 	assert_int_equal(sb_semaphore_available(&s), 2);
+}
+
+/*
+ * acquire(2) with one permit there takes it and waits, alone, for one more
+ * (the lone-waiter path): cancelling it returns the permit it took.
+ */
+static void a_lone_waiter_that_took_a_permit_returns_it_when_cancelled(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 2);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(sb_semaphore_destroy(&s), -EBUSY);
+	sb_semaphore_acquire_cancel(&f);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(atomic_load(&c.wakes), 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(poll_with(&f, &c), -ECANCELED);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/* The lone waiter is first in line when others queue behind it. */
+static void a_lone_waiter_stays_first_when_others_queue_behind_it(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	counting_waker c[3];
+	sb_semaphore_acquire f[3];
+	for (int i = 0; i < 3; i++) {
+		counting_waker_init(&c[i]);
+		sb_semaphore_acquire_init(&f[i], &s, i == 1 ? 2 : 1);
+		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
+	}
+	assert_int_equal(sb_semaphore_release(&s, 2), 0); /* 1 to the first, 1 of 2 to the second */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0); /* the second's last, then the third */
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(poll_with(&f[2], &c[2]), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
 }
 
 static void cancel_of_a_completed_or_unpolled_future_changes_nothing(void **state)
@@ -577,6 +627,8 @@ int main(void)
 		cmocka_unit_test(cancel_after_partial_grant_with_nobody_behind_returns_permits_to_the_count),
 		cmocka_unit_test(cancel_after_full_grant_passes_permits_to_the_next_waiter),
 		cmocka_unit_test(cancel_after_full_grant_with_nobody_behind_restores_the_count),
+		cmocka_unit_test(a_lone_waiter_that_took_a_permit_returns_it_when_cancelled),
+		cmocka_unit_test(a_lone_waiter_stays_first_when_others_queue_behind_it),
 		cmocka_unit_test(cancel_of_a_completed_or_unpolled_future_changes_nothing),
 		cmocka_unit_test(cancel_twice_is_harmless),
 		cmocka_unit_test(try_acquire_does_not_barge_past_a_queued_waiter),

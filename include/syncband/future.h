@@ -37,6 +37,13 @@ extern "C" {
 #define SB_ATOMIC(T) _Atomic(T)
 #endif
 
+/* Alignment of a struct member, in C11 and C++11. */
+#ifdef __cplusplus
+#define SB_ALIGNAS(n) alignas(n)
+#else
+#define SB_ALIGNAS(n) _Alignas(n)
+#endif
+
 #if defined(__GNUC__)
 #define SB_API __attribute__((visibility("default")))
 #else

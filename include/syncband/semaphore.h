@@ -56,9 +56,13 @@ typedef struct sb_semaphore {
 /* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
 #define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(((size_t)(n)) << (SB_WAITQ_STATE_SHIFT + 1)) }
 
-/* 64 bytes on 64-bit targets.  Fields are private. */
+/*
+ * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is
+ * stored in the semaphore's word with its low 4 bits free).  Fields are
+ * private.
+ */
 typedef struct sb_semaphore_acquire {
-	sb_waiter waiter;
+	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_semaphore *sem;
 	size_t permits;
 	int status;

@@ -165,6 +165,10 @@ int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns)
  * and a wait that finds a stored signal takes it instead of queueing.  Both
  * sides change the word with a CAS, so a set() that stores the signal and a
  * wait that queues (taking the queue lock in its CAS) cannot miss each other.
+ *
+ * Bits 4 and up are free, so a first wait waits as a lone waiter (see
+ * src/waitq.h): its address in the word, installed with one CAS; set()
+ * claims it with one CAS back to 0.
  */
 #define AE_SIGNALED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
@@ -197,7 +201,20 @@ int sb_auto_event_try_wait(sb_auto_event *e)
 void sb_auto_event_set(sb_auto_event *e)
 {
 	size_t state = sb_waitq_load(&e->q);
-	while (!sb_waitq_may_have_waiters(state)) {
+	for (;;) {
+		if (sb_waitq_is_lone(state)) {
+			/* acq_rel: acquire sees the node its owner filled in; release,
+			 * the woken wait sees our writes. */
+			if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, 0,
+								  memory_order_acq_rel,
+								  memory_order_relaxed)) {
+				sb_waitq_grant_lone(sb_waitq_lone(state));
+				return;
+			}
+			continue;
+		}
+		if (sb_waitq_may_have_waiters(state))
+			break;
 		/* release: the consumer of the signal sees our writes.  Also when
 		 * the signal is already stored: the RMW extends the release
 		 * sequence to this set() too. */
@@ -207,7 +224,7 @@ void sb_auto_event_set(sb_auto_event *e)
 	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	sb_waitq_lock(&e->q, 0);
+	sb_waitq_lock_lone(&e->q, 0);
 	if (sb_waitq_detach_front(&e->q, SB_WAITER_GRANTED, &batch))
 		sb_waitq_unlock(&e->q);
 	else /* nobody after all (cancelled, or still deciding): store it */
@@ -221,27 +238,42 @@ void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e)
 	f->status = SB_FUTURE_IDLE;
 }
 
+/* Takes a stored signal, waits alone, or queues: one CAS decides which. */
 static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 {
 	sb_auto_event *e = f->event;
+	sb_waiter *node = &f->waiter;
+	bool may_be_lone = sb_waiter_may_be_lone(node);
+	sb_waker clone = SB_NO_WAKER;
 	size_t state = sb_waitq_load(&e->q);
+	size_t next;
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&e->q.state, state);
 			continue;
 		}
-		bool take = state & AE_SIGNALED;
-		/* acquire: as try_wait when we take the signal, else the lock. */
-		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state,
-							  take ? state & ~AE_SIGNALED
-							       : state | SB_QLOCK_HELD,
-							  memory_order_acquire, memory_order_relaxed)) {
-			if (take)
-				return 0;
-			break;
+		if (state & AE_SIGNALED) {
+			next = state & ~AE_SIGNALED;
+		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
+			sb_waiter_prepare_lone(node, w, &clone);
+			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
+		} else {
+			next = sb_waitq_locked(state, 0);
 		}
+		/* acq_rel: acquire, as try_wait when we take the signal, else the
+		 * lock; release, a lone node is filled in before set() sees it. */
+		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, next,
+							  memory_order_acq_rel, memory_order_relaxed))
+			break;
 	}
-	sb_waitq_push(&e->q, &f->waiter, 1, w);
+	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
+		return SB_PENDING; /* waits alone */
+	if (clone.vtable)
+		sb_waker_drop(clone);
+	if (!(next & SB_QLOCK_HELD))
+		return 0; /* took the signal */
+	sb_waitq_adopt_lone(&e->q, state);
+	sb_waitq_push(&e->q, node, 1, w);
 	sb_waitq_unlock(&e->q);
 	return SB_PENDING;
 }
@@ -254,7 +286,7 @@ int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w)
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	return sb_future_repoll(&f->status, &f->event->q, &f->waiter, w);
+	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->event->q, &f->waiter, w));
 }
 
 void sb_auto_event_wait_cancel(sb_auto_event_wait *f)
@@ -264,13 +296,19 @@ void sb_auto_event_wait_cancel(sb_auto_event_wait *f)
 	sb_auto_event *e = f->event;
 	size_t remaining;
 	sb_waker mine;
-	if (!sb_waitq_cancel_locked(&e->q, &f->waiter, &remaining, &mine)) {
+	switch (sb_waitq_cancel_lone(&e->q, &f->waiter, 0, &remaining, &mine)) {
+	case SB_CANCEL_WITHDRAWN:
+		sb_waker_drop(mine);
+		return;
+	case SB_CANCEL_UNLINKED:
+		sb_waitq_unlock(&e->q);
+		sb_waitq_after_unlock(NULL, mine);
+		return;
+	case SB_CANCEL_DETACHED:
 		/* Handed the signal but never observed it: pass it on. */
 		sb_auto_event_set(e);
 		return;
 	}
-	sb_waitq_unlock(&e->q);
-	sb_waitq_after_unlock(NULL, mine);
 }
 
 static int auto_event_wait_poll_fn(void *f, const sb_waker *w)

@@ -3,10 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <sched.h>
 
-#include "cpu.h"
-#include "futex.h"
 #include "park.h"
 #include "waitq.h"
 
@@ -32,26 +29,17 @@
  * already out (cancel) is never refused and may take it past the maximum;
  * past SEM_COUNT_CAP it saturates instead of wrapping (see semaphore.h).
  *
- * The lone waiter.  A first waiter that is owed exactly one permit (an
- * acquire(1) on an empty counter, the common case) takes no lock: it fills
- * in its node and installs the node's address in the count field with one
- * CAS, as `node | SB_WAITQ_NONEMPTY` ("lone form": the count is 0 while
- * anyone waits, so the field is free, and a 16-byte aligned node leaves
- * bits 0-3 clear).  Its `remaining` reads SEM_LONE meanwhile.  Then:
- *   - release(n) claims it with one CAS, to a counter of n - 1, and owns the
- *     node: it reads the waker, publishes SB_WAITER_GRANTED, wakes it;
- *   - whoever needs the queue (another waiter, close, a repoll with a new
- *     waker) locks with a CAS that also clears the address, then makes the
- *     node the queue's only one, owed 1 (sem_lock);
- *   - its owner's cancel withdraws it with one CAS back to an empty counter.
- * An owner that finds SEM_LONE after its node left the word knows that a
- * releaser owns it for a few instructions, and waits for the final value.
- * So a handoff to a pending acquire(1) is one read-modify-write on each side.
+ * The lone waiter (src/waitq.h): a first waiter owed exactly one permit (an
+ * acquire(1) on an empty counter, the common case; or acquire(n) with n - 1
+ * there, which it takes) installs its node's address in the count field,
+ * which is 0 while anyone waits; a release claims it with one CAS, to a
+ * counter of n - 1.  The future is 16-byte aligned for it.
  */
 #define SEM_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 #define SEM_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
 #define SEM_ONE ((size_t)1 << SEM_SHIFT)
 #define SEM_COUNT_CAP (SIZE_MAX >> SEM_SHIFT)
+_Static_assert(SEM_SHIFT == SB_WAITQ_LONE_SHIFT, "a lone address takes the count field");
 _Static_assert(SEM_COUNT_CAP == 2 * SB_SEMAPHORE_MAX_PERMITS + 1, "count field headroom");
 
 /* The most of `n` that fits in the count field on top of `count`. */
@@ -66,98 +54,9 @@ static inline size_t sem_count(size_t state)
 	return (state & SB_WAITQ_NONEMPTY) ? 0 : state >> SEM_SHIFT;
 }
 
-#define SEM_LONE (SIZE_MAX - 1) /* a lone waiter's `remaining` */
-#define SEM_LOW_BITS (SEM_ONE - 1)
-
-static inline bool sem_is_lone(size_t state)
-{
-	return (state & SB_WAITQ_NONEMPTY) && (state >> SEM_SHIFT) != 0;
-}
-
-static inline sb_waiter *sem_lone(size_t state)
-{
-	return (sb_waiter *)(uintptr_t)(state & ~SEM_LOW_BITS);
-}
-
 static inline size_t sem_load(const sb_semaphore *s)
 {
 	return sb_waitq_load(&s->q);
-}
-
-/* The word locked from `state` (also setting `bits`), less a lone address. */
-static inline size_t sem_locked(size_t state, size_t bits)
-{
-	return (sem_is_lone(state) ? state & SEM_LOW_BITS : state) | SB_QLOCK_HELD | bits;
-}
-
-/*
- * Having locked the word from `state`: a lone waiter becomes the queue's
- * only node, owed 1.  Returns `state` less the lone address.
- */
-static size_t sem_adopt_lone(sb_semaphore *s, size_t state)
-{
-	if (!sem_is_lone(state))
-		return state;
-	sb_waiter *w = sem_lone(state);
-	s->q.head = s->q.tail = w;
-	sb_waiter_set_remaining_locked(w, 1);
-	return state & SEM_LOW_BITS;
-}
-
-/*
- * Takes the queue lock, also setting `bits`, and makes a lone waiter the
- * queue's only node.  Returns the word as it was, less a lone address.
- */
-static size_t sem_lock(sb_semaphore *s, size_t bits)
-{
-	size_t state = sem_load(s);
-	for (;;) {
-		if (state & SB_QLOCK_HELD) {
-			state = sb_qlock_wait(&s->q.state, state);
-			continue;
-		}
-		/* acquire: the critical section sees what the last holder wrote,
-		 * and a lone node as its owner filled it in before installing it. */
-		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
-							  sem_locked(state, bits),
-							  memory_order_acquire, memory_order_relaxed))
-			return sem_adopt_lone(s, state);
-	}
-}
-
-/* sb_waitq_flush, relocking with sem_lock. */
-static void sem_flush(sb_semaphore *s, sb_wake_batch *b)
-{
-	sb_waitq_unlock(&s->q);
-	sb_wake_batch_run(b);
-	sem_lock(s, 0);
-}
-
-/* A releaser that claimed the lone waiter: its permit, then its wake. */
-static void sem_grant_lone(sb_waiter *w)
-{
-	sb_waker waker = w->waker;
-	/* release: hands the node, and the permit, back to its owner. */
-	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
-	sb_waker_wake(waker);
-}
-
-/* The owner of a node that a releaser claimed: waits for its final value. */
-static size_t sem_lone_settle(sb_waiter *w)
-{
-	size_t r;
-	for (unsigned spins = 0; (r = sb_waiter_load(w)) == SEM_LONE; spins++) {
-#ifdef SB_MODEL_CHECK
-		/* The model's scheduler runs the releaser instead. */
-		sb_futex_wait(sb_futex_low_half(&w->remaining), (uint32_t)SEM_LONE, NULL);
-#else
-		if (spins < 100)
-			sb_cpu_relax();
-		else
-			sched_yield(); /* the releaser was preempted between two stores */
-#endif
-	}
-	return r;
 }
 
 int sb_semaphore_init(sb_semaphore *s, size_t permits)
@@ -233,7 +132,7 @@ static size_t sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
 		n -= owed;
 		sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 		if (sb_wake_batch_is_full(b))
-			sem_flush(s, b);
+			sb_waitq_flush_lone(&s->q, b);
 	}
 	return sb_waitq_is_empty(q) ? n : 0;
 }
@@ -258,14 +157,14 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 {
 	size_t state = sem_load(s);
 	for (;;) {
-		if (sem_is_lone(state)) {
+		if (sb_waitq_is_lone(state)) {
 			/* One permit pays the lone waiter; n - 1 <= the maximum. acq_rel:
 			 * acquire sees the node its owner filled in, release as below. */
 			if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
 								  (n - 1) * SEM_ONE,
 								  memory_order_acq_rel,
 								  memory_order_relaxed)) {
-				sem_grant_lone(sem_lone(state));
+				sb_waitq_grant_lone(sb_waitq_lone(state));
 				return 0;
 			}
 			continue;
@@ -281,7 +180,7 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
-	state = sem_lock(s, 0);
+	state = sb_waitq_lock_lone(&s->q, 0);
 	/* The counter is 0 while anyone waits; if the queue has emptied since,
 	 * the permits may land in the counter, so check against it. */
 	if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n) {
@@ -309,14 +208,14 @@ void sb_semaphore_close(sb_semaphore *s)
 	size_t returned = 0;
 
 	/* Closed from the moment we hold the lock: no waiter queues after. */
-	sem_lock(s, SEM_CLOSED);
+	sb_waitq_lock_lone(&s->q, SEM_CLOSED);
 	sb_waiter *w;
 	while ((w = sb_waitq_front(q)) != NULL) {
 		sb_semaphore_acquire *f = SB_CONTAINER_OF(w, sb_semaphore_acquire, waiter);
 		returned += f->permits - sb_waiter_remaining_locked(w);
 		sb_waitq_detach(q, w, SB_WAITER_CLOSED, &batch);
 		if (sb_wake_batch_is_full(&batch))
-			sem_flush(s, &batch);
+			sb_waitq_flush_lone(&s->q, &batch);
 	}
 	/* Only the head ever holds a partial grant, so `returned` < max. */
 	sb_waitq_unlock_update(q, 0, returned * SEM_ONE);
@@ -332,7 +231,7 @@ void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t 
 
 /*
  * First poll: take the permits, install a lone waiter, or queue; one CAS
- * decides which (queueing behind others takes the lock with sem_lock).
+ * decides which (queueing behind others takes the lock, moving a lone waiter into the queue).
  */
 static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 {
@@ -341,7 +240,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	size_t n = f->permits;
 	if (n > SB_SEMAPHORE_MAX_PERMITS)
 		return -EINVAL;
-	bool may_be_lone = ((uintptr_t)node & SEM_LOW_BITS) == 0;
+	bool may_be_lone = sb_waiter_may_be_lone(node);
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = sem_load(s);
 	size_t taken = 0;
@@ -360,17 +259,11 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 		size_t count = sem_count(state);
 		size_t next;
 		if (state & SB_WAITQ_NONEMPTY) {
-			next = sem_locked(state, 0); /* others wait: queue behind them */
+			next = sb_waitq_locked(state, 0); /* others wait: queue behind them */
 		} else if (count >= n) {
 			next = state - n * SEM_ONE;
 		} else if (n - count == 1 && may_be_lone) {
-			if (!clone.vtable) {
-				node->next = node->prev = NULL;
-				clone = sb_waker_clone(w);
-				node->waker = clone;
-			}
-			/* relaxed: published by the release CAS below. */
-			atomic_store_explicit(&node->remaining, SEM_LONE, memory_order_relaxed);
+			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
 		} else {
 			next = (state - count * SEM_ONE) | SB_QLOCK_HELD;
@@ -386,25 +279,13 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 			sb_waker_drop(clone);
 		if (!(next & SB_QLOCK_HELD))
 			return 0; /* took them */
-		sem_adopt_lone(s, state);
+		sb_waitq_adopt_lone(&s->q, state);
 		taken = count;
 		break;
 	}
 	sb_waitq_push(&s->q, node, n - taken, w);
 	sb_waitq_unlock(&s->q);
 	return SB_PENDING;
-}
-
-/* A later poll of a queued waiter whose waker changed: under the lock. */
-static size_t sem_repoll_queued(sb_semaphore *s, sb_waiter *node, const sb_waker *w)
-{
-	sem_lock(s, 0);
-	if (sb_waiter_remaining_locked(node) == SEM_LONE) {
-		/* Not ours to touch: a releaser claimed it and is finishing. */
-		sb_waitq_unlock(&s->q);
-		return sem_lone_settle(node);
-	}
-	return sb_waitq_repoll_held(&s->q, node, w);
 }
 
 int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
@@ -415,11 +296,7 @@ int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	size_t r = sb_waiter_load(&f->waiter);
-	/* Only we write our node's waker (src/waitq.h), so we may compare it. */
-	if (!sb_waiter_is_detached(r) && !sb_waker_will_wake(&f->waiter.waker, w))
-		r = sem_repoll_queued(f->sem, &f->waiter, w);
-	return sb_future_settle(&f->status, r);
+	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->sem->q, &f->waiter, w));
 }
 
 void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
@@ -427,34 +304,23 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 	if (!sb_future_begin_cancel(&f->status))
 		return;
 	sb_semaphore *s = f->sem;
-	sb_waiter *node = &f->waiter;
-	size_t r = sb_waiter_load(node);
-	if (r == SEM_LONE) {
-		size_t lone = (uintptr_t)node | SB_WAITQ_NONEMPTY;
-		/* relaxed: withdrawing publishes nothing, and the node stays ours. */
-		if (atomic_compare_exchange_strong_explicit(&s->q.state, &lone, 0,
-							    memory_order_relaxed,
-							    memory_order_relaxed)) {
-			sb_waker_drop(node->waker);
-			if (f->permits > 1) /* what it took from the counter */
-				sem_release(s, f->permits - 1, false);
-			return;
-		}
-		r = sem_lone_settle(node); /* claimed, or moved into the queue */
+	size_t remaining;
+	sb_waker mine;
+	switch (sb_waitq_cancel_lone(&s->q, &f->waiter, 0, &remaining, &mine)) {
+	case SB_CANCEL_WITHDRAWN:
+		sb_waker_drop(mine);
+		if (f->permits > 1) /* what it took from the counter */
+			sem_release(s, f->permits - 1, false);
+		return;
+	case SB_CANCEL_UNLINKED:
+		sem_grant_and_unlock(s, f->permits - remaining, mine);
+		return;
+	case SB_CANCEL_DETACHED:
+		/* Detached before we looked: a full grant nobody consumed goes back. */
+		if (remaining == SB_WAITER_GRANTED)
+			sem_release(s, f->permits, false);
+		return;
 	}
-	if (!sb_waiter_is_detached(r)) {
-		size_t remaining;
-		sb_waker mine;
-		sem_lock(s, 0);
-		if (sb_waitq_cancel_held(&s->q, node, &remaining, &mine)) {
-			sem_grant_and_unlock(s, f->permits - remaining, mine);
-			return;
-		}
-		r = remaining;
-	}
-	/* Detached before we looked: a full grant nobody consumed goes back. */
-	if (r == SB_WAITER_GRANTED)
-		sem_release(s, f->permits, false);
 }
 
 static int sem_acquire_poll_fn(void *f, const sb_waker *w)

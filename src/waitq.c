@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "waitq.h"
 
+#include <sched.h>
+
+#include "cpu.h"
+#include "futex.h"
+
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b)
 {
 	sb_waitq_unlock(q);
@@ -58,4 +63,105 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
 	sb_waitq_lock(q, 0);
 	return sb_waitq_repoll_held(q, w, waker);
+}
+
+/* ------------------------------------------------------------ the lone waiter */
+
+size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
+{
+	if (!sb_waitq_is_lone(state))
+		return state;
+	sb_waiter *w = sb_waitq_lone(state);
+	q->head = q->tail = w;
+	sb_waiter_set_remaining_locked(w, 1);
+	return state & SB_WAITQ_LONE_LOW;
+}
+
+size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
+{
+	size_t state = sb_waitq_load(q);
+	for (;;) {
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&q->state, state);
+			continue;
+		}
+		/* acquire: the critical section sees what the last holder wrote,
+		 * and a lone node as its owner filled it in before installing it. */
+		if (atomic_compare_exchange_weak_explicit(&q->state, &state, sb_waitq_locked(state, bits),
+							  memory_order_acquire, memory_order_relaxed))
+			return sb_waitq_adopt_lone(q, state);
+	}
+}
+
+void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b)
+{
+	sb_waitq_unlock(q);
+	sb_wake_batch_run(b);
+	sb_waitq_lock_lone(q, 0);
+}
+
+void sb_waitq_grant_lone(sb_waiter *w)
+{
+	sb_waker waker = w->waker;
+	/* release: hands the node, and what it was granted, back to its owner. */
+	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
+	sb_waker_wake(waker);
+}
+
+size_t sb_waitq_lone_settle(sb_waiter *w)
+{
+	size_t r;
+	for (unsigned spins = 0; (r = sb_waiter_load(w)) == SB_WAITER_LONE; spins++) {
+#ifdef SB_MODEL_CHECK
+		/* The model's scheduler runs the releaser instead. */
+		(void)spins;
+		sb_futex_wait(sb_futex_low_half(&w->remaining), (uint32_t)SB_WAITER_LONE, NULL);
+#else
+		if (spins < 100)
+			sb_cpu_relax();
+		else
+			sched_yield(); /* the releaser was preempted between its CAS and store */
+#endif
+	}
+	return r;
+}
+
+size_t sb_waitq_repoll_lone(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+{
+	size_t remaining = sb_waiter_load(w);
+	if (sb_waiter_is_detached(remaining) || sb_waker_will_wake(&w->waker, waker))
+		return remaining;
+	sb_waitq_lock_lone(q, 0);
+	if (sb_waiter_remaining_locked(w) == SB_WAITER_LONE) {
+		/* Not in the queue: a releaser claimed it and is finishing. */
+		sb_waitq_unlock(q);
+		return sb_waitq_lone_settle(w);
+	}
+	return sb_waitq_repoll_held(q, w, waker);
+}
+
+enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
+					 size_t *remaining, sb_waker *waker)
+{
+	size_t r = sb_waiter_load(w);
+	if (r == SB_WAITER_LONE) {
+		size_t lone = (uintptr_t)w | SB_WAITQ_NONEMPTY | keep;
+		/* relaxed: withdrawing publishes nothing, and the node stays ours. */
+		if (atomic_compare_exchange_strong_explicit(&q->state, &lone, keep,
+							    memory_order_relaxed,
+							    memory_order_relaxed)) {
+			*remaining = SB_WAITER_LONE;
+			*waker = w->waker;
+			return SB_CANCEL_WITHDRAWN;
+		}
+		r = sb_waitq_lone_settle(w); /* claimed, or moved into the queue */
+	}
+	if (!sb_waiter_is_detached(r)) {
+		sb_waitq_lock_lone(q, 0);
+		if (sb_waitq_cancel_held(q, w, remaining, waker))
+			return SB_CANCEL_UNLINKED;
+		return SB_CANCEL_DETACHED;
+	}
+	*remaining = r;
+	return SB_CANCEL_DETACHED;
 }

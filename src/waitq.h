@@ -61,6 +61,29 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 
 #define SB_WAITER_GRANTED ((size_t)0)
 #define SB_WAITER_CLOSED SIZE_MAX
+/* A lone waiter (below), owed one unit, outside head/tail. */
+#define SB_WAITER_LONE (SIZE_MAX - 1)
+
+/*
+ * The lone waiter.  A primitive whose own bits above SB_WAITQ_LONE_SHIFT are
+ * zero (or hold nothing it needs) while anyone waits may let a first waiter
+ * that is owed one unit wait without the lock: the waiter fills in its node
+ * (remaining = SB_WAITER_LONE) and installs the node's address in those bits
+ * with one CAS, as `node | SB_WAITQ_NONEMPTY | the primitive's low bits`
+ * ("lone form"; nodes of such primitives are 16-byte aligned).  Then:
+ *   - a releaser claims it with one CAS to the word without the address and
+ *     NONEMPTY, and owns the node: sb_waitq_grant_lone;
+ *   - whoever needs the queue locks with sb_waitq_lock_lone, whose CAS also
+ *     clears the address, and which then makes the node the queue's only
+ *     one, owed 1;
+ *   - its owner's cancel withdraws it with one CAS (sb_waitq_cancel_lone).
+ * An owner that finds SB_WAITER_LONE after its node left the word knows that
+ * a releaser owns the node for a few instructions and waits for the final
+ * value (sb_waitq_lone_settle).  So a handoff to a lone waiter is one
+ * read-modify-write on each side instead of two.
+ */
+#define SB_WAITQ_LONE_SHIFT 4
+#define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
 
 /* Wakers collected under the lock, run after it; Tokio uses 32 too. */
 #define SB_WAKE_BATCH_MAX 32
@@ -118,6 +141,29 @@ static inline void sb_waitq_poison(sb_waitq *q)
 #else
 	(void)q;
 #endif
+}
+
+/* Lone form: the word carries a lone waiter's address (see above). */
+static inline bool sb_waitq_is_lone(size_t state)
+{
+	return (state & SB_WAITQ_NONEMPTY) && (state >> SB_WAITQ_LONE_SHIFT) != 0;
+}
+
+static inline sb_waiter *sb_waitq_lone(size_t state)
+{
+	return (sb_waiter *)(uintptr_t)(state & ~SB_WAITQ_LONE_LOW);
+}
+
+/* Whether `w` may wait as a lone waiter (its address leaves the low bits). */
+static inline bool sb_waiter_may_be_lone(const sb_waiter *w)
+{
+	return ((uintptr_t)w & SB_WAITQ_LONE_LOW) == 0;
+}
+
+/* The word `state` locked (also setting `bits`), less a lone address. */
+static inline size_t sb_waitq_locked(size_t state, size_t bits)
+{
+	return (sb_waitq_is_lone(state) ? state & SB_WAITQ_LONE_LOW : state) | SB_QLOCK_HELD | bits;
 }
 
 /* True when a lock-free hand-over (release, set) must take the slow path. */
@@ -267,6 +313,59 @@ void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_ba
  * queue may have changed meanwhile; callers re-read what they need.
  */
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
+
+/* ---- the lone waiter (see the top of the file) */
+
+/*
+ * Takes the lock (also setting `bits`) of a queue that may hold a lone
+ * waiter, which becomes the queue's only node.  Returns the word as it was,
+ * less the lone address.
+ */
+size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits);
+
+/* Having locked the word from `state` by hand: what sb_waitq_lock_lone does after. */
+size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state);
+
+/* sb_waitq_flush for such a queue. */
+void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b);
+
+/*
+ * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
+ * clone across retries of the installing CAS (drop it if the CAS never wins).
+ */
+static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, sb_waker *clone)
+{
+	if (!clone->vtable) {
+		w->next = w->prev = NULL;
+		*clone = sb_waker_clone(waker);
+		w->waker = *clone;
+	}
+	/* relaxed: published by the installing CAS (release). */
+	atomic_store_explicit(&w->remaining, SB_WAITER_LONE, memory_order_relaxed);
+}
+
+/* A releaser that claimed the lone waiter `w` (its CAS, acquire): grants and wakes it. */
+void sb_waitq_grant_lone(sb_waiter *w);
+
+/* Owner: waits until a releaser that claimed `w` has published its final value. */
+size_t sb_waitq_lone_settle(sb_waiter *w);
+
+/* sb_waitq_repoll for a queue that may hold a lone waiter. */
+size_t sb_waitq_repoll_lone(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+
+enum sb_lone_cancel {
+	SB_CANCEL_WITHDRAWN, /* was lone, is gone; *waker to drop, nothing granted */
+	SB_CANCEL_UNLINKED,  /* was queued: unlinked, lock HELD, as sb_waitq_cancel_locked */
+	SB_CANCEL_DETACHED,  /* detached before we looked: *remaining is final */
+};
+
+/*
+ * Owner's cancel in a queue that may hold a lone waiter.  `keep`: the
+ * primitive's low bits in the word while `w` is lone (restored on
+ * withdrawal).
+ */
+enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
+					 size_t *remaining, sb_waker *waker);
 
 /*
  * Owner's cancel.  If `w` is still queued: takes the lock, unlinks `w`, sets

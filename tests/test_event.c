@@ -36,6 +36,8 @@ static void sizes_fit_the_contract(void **state)
 	assert_true(sizeof(sb_auto_event) <= 32);
 	assert_true(sizeof(sb_event_wait) <= 64);
 	assert_true(sizeof(sb_auto_event_wait) <= 64);
+	/* A lone wait's address goes into the word above its low 4 bits. */
+	assert_int_equal(_Alignof(sb_auto_event_wait), 16);
 }
 
 /* --- manual-reset --- */

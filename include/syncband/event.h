@@ -61,9 +61,12 @@ typedef struct sb_event_wait {
 	int status;
 } sb_event_wait;
 
-/* 56 bytes on 64-bit targets.  Fields are private. */
+/*
+ * 64 bytes on 64-bit targets, 16-byte aligned (a lone wait's address is
+ * stored in the event's word with its low 4 bits free).  Fields are private.
+ */
 typedef struct sb_auto_event_wait {
-	sb_waiter waiter;
+	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_auto_event *event;
 	int status;
 } sb_auto_event_wait;

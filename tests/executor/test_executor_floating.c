@@ -34,11 +34,9 @@
 #include <syncband/mutex.h>
 #include <syncband/semaphore.h>
 
+#include "exec_suites.h"
 #include "exec_support.h"
 #include "watchdog.h"
-
-/* The doorbell of the suite being run. */
-static sb_executor_config suite_cfg;
 
 #define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC) /* bounds every wait, timers included */
 #define MAX_THREADS 4
@@ -1018,20 +1016,6 @@ static void a_finished_floating_task_can_be_spawned_again(void **state)
 	assert_true(sb_task_is_released(&h.task));
 	hop_destroy(&h);
 	sb_watchdog_stop(&wd);
-}
-
-static int use_msg_ring(void **state)
-{
-	(void)state;
-	suite_cfg = (sb_executor_config){ 0, 0 };
-	return 0;
-}
-
-static int use_eventfd(void **state)
-{
-	(void)state;
-	suite_cfg = (sb_executor_config){ 0, SB_EXECUTOR_NO_MSG_RING };
-	return 0;
 }
 
 int main(void)

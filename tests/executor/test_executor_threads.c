@@ -22,11 +22,9 @@
 #include <syncband/executor.h>
 #include <syncband/semaphore.h>
 
+#include "exec_suites.h"
 #include "exec_support.h"
 #include "watchdog.h"
-
-/* The doorbell of the suite being run. */
-static sb_executor_config suite_cfg;
 
 #define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC) /* bounds every blocking wait */
 
@@ -679,20 +677,6 @@ static void spawns_racing_a_destroy_are_refused_or_run_or_cancelled(void **state
 	assert_int_equal(atomic_load(&r.released), atomic_load(&r.spawned));
 	assert_int_equal(sb_semaphore_destroy(&r.gate), 0);
 	sb_watchdog_stop(&wd);
-}
-
-static int use_msg_ring(void **state)
-{
-	(void)state;
-	suite_cfg = (sb_executor_config){ 0, 0 };
-	return 0;
-}
-
-static int use_eventfd(void **state)
-{
-	(void)state;
-	suite_cfg = (sb_executor_config){ 0, SB_EXECUTOR_NO_MSG_RING };
-	return 0;
 }
 
 int main(void)

@@ -230,8 +230,9 @@ void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t 
 }
 
 /*
- * First poll: take the permits, install a lone waiter, or queue; one CAS
- * decides which (queueing behind others takes the lock, moving a lone waiter into the queue).
+ * First poll: take the permits, wait as the lone waiter, or queue; one CAS
+ * decides which (queueing behind others takes the lock, and moves a lone
+ * waiter into the queue first).
  */
 static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 {

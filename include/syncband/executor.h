@@ -166,8 +166,9 @@ SB_API void sb_join_cancel(sb_join *j);
 /*
  * Blocks the calling thread until the task completes; returns its result.
  * -EDEADLK when called on the owner thread of the task's executor, or for a
- * floating task on any thread of its group (the task could never run).  For threads that are not executors (or that drive a
- * different executor, which then does not run meanwhile).
+ * floating task on any thread of its group (the task could never run).  For
+ * threads that are not executors (or that drive a different executor, which
+ * then does not run meanwhile).
  */
 SB_API int sb_join_wait(sb_join *j);
 

@@ -34,6 +34,11 @@
  *
  * No load-then-decide on separate words, so no barrier pairing is needed
  * beyond the CASes themselves (contrast waitqueue_active() in Linux).
+ *
+ * Bits 4 and up are free, so a first waiter waits as a lone waiter (see
+ * src/waitq.h): `node | NONEMPTY | LOCKED`, installed with one CAS (the
+ * CAS (a) above); unlock claims it with one CAS back to LOCKED alone, the
+ * mutex now the waiter's.  Both are still one CAS on the one word.
  */
 #define MUTEX_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
@@ -103,6 +108,18 @@ int sb_mutex_unlock(sb_mutex *m)
 				return 0;
 			continue;
 		}
+		if (sb_waitq_is_lone(state)) {
+			/* Hand it to the lone waiter: still LOCKED, now its.  acq_rel:
+			 * acquire sees the node its owner filled in; release, the next
+			 * holder sees our critical section. */
+			if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, MUTEX_LOCKED,
+								  memory_order_acq_rel,
+								  memory_order_relaxed)) {
+				sb_waitq_grant_lone(sb_waitq_lone(state));
+				return 0;
+			}
+			continue;
+		}
 		/* Someone waits, and only we can clear LOCKED. acquire: the lock. */
 		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, state | SB_QLOCK_HELD,
 							  memory_order_acquire, memory_order_relaxed))
@@ -118,28 +135,43 @@ void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 	f->status = SB_FUTURE_IDLE;
 }
 
-/* First poll: take the mutex, or queue (one CAS decides which). */
+/* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
 static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 {
 	sb_mutex *m = f->mutex;
+	sb_waiter *node = &f->waiter;
+	bool may_be_lone = sb_waiter_may_be_lone(node);
+	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
+	size_t next;
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
-		bool take = !(state & MUTEX_LOCKED);
-		/* acquire: as try_lock when we take the mutex; as the queue lock
-		 * otherwise (see the diagram above). */
-		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state,
-							  state | (take ? MUTEX_LOCKED : SB_QLOCK_HELD),
-							  memory_order_acquire, memory_order_relaxed)) {
-			if (take)
-				return 0;
-			break;
+		if (!(state & MUTEX_LOCKED)) {
+			next = state | MUTEX_LOCKED;
+		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
+			sb_waiter_prepare_lone(node, w, &clone);
+			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | MUTEX_LOCKED;
+		} else {
+			next = sb_waitq_locked(state, 0);
 		}
+		/* acq_rel: acquire, as try_lock when we take the mutex, as the
+		 * queue lock otherwise (see the diagram above); release, a lone
+		 * node is filled in before an unlocker can see it. */
+		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, next,
+							  memory_order_acq_rel, memory_order_relaxed))
+			break;
 	}
-	sb_waitq_push(&m->q, &f->waiter, 1, w);
+	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
+		return SB_PENDING; /* waits alone */
+	if (clone.vtable)
+		sb_waker_drop(clone);
+	if (!(next & SB_QLOCK_HELD))
+		return 0; /* took it */
+	sb_waitq_adopt_lone(&m->q, state);
+	sb_waitq_push(&m->q, node, 1, w);
 	sb_waitq_unlock(&m->q);
 	return SB_PENDING;
 }
@@ -152,7 +184,7 @@ int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	return sb_future_repoll(&f->status, &f->mutex->q, &f->waiter, w);
+	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w));
 }
 
 void sb_mutex_lock_cancel(sb_mutex_lock *f)
@@ -162,13 +194,19 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 	sb_mutex *m = f->mutex;
 	size_t remaining;
 	sb_waker mine;
-	if (sb_waitq_cancel_locked(&m->q, &f->waiter, &remaining, &mine)) {
+	switch (sb_waitq_cancel_lone(&m->q, &f->waiter, MUTEX_LOCKED, &remaining, &mine)) {
+	case SB_CANCEL_WITHDRAWN:
+		sb_waker_drop(mine);
+		return;
+	case SB_CANCEL_UNLINKED:
 		sb_waitq_unlock(&m->q);
 		sb_waitq_after_unlock(NULL, mine);
 		return;
+	case SB_CANCEL_DETACHED:
+		/* Handed the mutex but never observed it: pass it on. */
+		sb_mutex_unlock(m);
+		return;
 	}
-	/* Handed the mutex but never observed it: pass it on. */
-	sb_mutex_unlock(m);
 }
 
 static int mutex_lock_poll_fn(void *f, const sb_waker *w)

@@ -28,6 +28,8 @@ static void sizes_fit_the_contract(void **state)
 		skip();
 	assert_true(sizeof(sb_mutex) <= 32);
 	assert_true(sizeof(sb_mutex_lock) <= 64);
+	/* A lone waiter's address goes into the word above its low 4 bits. */
+	assert_int_equal(_Alignof(sb_mutex_lock), 16);
 }
 
 static void static_mutex_locks_and_unlocks(void **state)

@@ -52,7 +52,7 @@ typedef struct sb_condvar {
 #define SB_CONDVAR_INIT { SB_WAITQ_INIT(0) }
 
 /*
- * 72 bytes on 64-bit targets.  Fields are private.  The one waiter node (in
+ * 80 bytes on 64-bit targets, 16-byte aligned.  Fields are private.  The one waiter node (in
  * `lock`) serves the condvar's queue first and the mutex's queue after.
  */
 typedef struct sb_condvar_wait {

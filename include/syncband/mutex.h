@@ -42,9 +42,12 @@ typedef struct sb_mutex {
 
 #define SB_MUTEX_INIT { SB_WAITQ_INIT(0) }
 
-/* 56 bytes on 64-bit targets.  Fields are private. */
+/*
+ * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is
+ * stored in the mutex's word with its low 4 bits free).  Fields are private.
+ */
 typedef struct sb_mutex_lock {
-	sb_waiter waiter;
+	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_mutex *mutex;
 	int status;
 } sb_mutex_lock;

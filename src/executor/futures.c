@@ -16,7 +16,14 @@ int sb_yield_poll(sb_yield *y, const sb_waker *w)
 	if (y->yielded)
 		return 0;
 	y->yielded = 1;
-	sb_waker_wake_by_ref(w);
+	sb_executor *ex = sb__exec_current;
+	if (ex && ex->impl->current && w->vtable == &sb__task_waker_vtable &&
+	    w->data == ex->impl->current)
+		/* The task being polled yields with its own waker: its executor
+		 * requeues it after the poll, with no CAS on its state word. */
+		ex->impl->requeue_current = true;
+	else
+		sb_waker_wake_by_ref(w);
 	return SB_PENDING;
 }
 

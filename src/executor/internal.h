@@ -122,6 +122,7 @@ struct sb_executor_impl {
 	struct sb_group_impl *group; /* the group whose thread owns us, or NULL */
 	bool takes_floating;        /* a group loop is live: woken floating tasks may come here */
 	sb_task *current;           /* the task being polled, for timers to pin */
+	bool requeue_current;       /* `current` yielded: requeue it after the poll */
 };
 
 /* Per-thread: identity of this thread, and the executor it is running. */

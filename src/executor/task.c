@@ -228,13 +228,15 @@ void sb__task_run(sb_executor *ex, sb_task *t)
 	ex->impl->current = t;
 	int r = t->poll(t, &w);
 	ex->impl->current = NULL;
+	bool yielded = ex->impl->requeue_current;
+	ex->impl->requeue_current = false;
 	if (r <= 0) {
 		task_complete(ex, t, r, 0);
 		return;
 	}
 	s = n;
 	do {
-		if (s & T_NOTIFIED)
+		if ((s & T_NOTIFIED) || yielded)
 			n = (s & ~(T_RUNNING | T_NOTIFIED)) | T_SCHEDULED; /* reference -> queue */
 		else
 			n = (s & ~T_RUNNING) - T_REF_ONE; /* the list's reference remains */

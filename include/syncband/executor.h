@@ -75,13 +75,15 @@ typedef struct sb_executor sb_executor;
 /*
  * Polls the task: SB_PENDING while it waits (it must have registered `waker`
  * somewhere that will wake it), 0 or a negative errno when it is finished.
- * Runs on the executor's owner thread, never concurrently with itself.
+ * Runs on the executor's owner thread (a floating task's: on a thread of its
+ * group, see SB_GROUP_FLOATING), never concurrently with itself.
  */
 typedef int (*sb_task_poll_fn)(sb_task *task, const sb_waker *waker);
 /*
  * Cancels the task's pending futures (calls their *_cancel) and releases
  * whatever it holds; used when an executor shuts down with the task unfinished.
- * Runs on the owner thread; the task is never polled afterwards.
+ * Runs on the owner thread (a floating task's: on the thread that shuts its
+ * group down); the task is never polled afterwards.
  */
 typedef void (*sb_task_cancel_fn)(sb_task *task);
 /*

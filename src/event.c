@@ -203,14 +203,8 @@ void sb_auto_event_set(sb_auto_event *e)
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
 		if (sb_waitq_is_lone(state)) {
-			/* acq_rel: acquire sees the node its owner filled in; release,
-			 * the woken wait sees our writes. */
-			if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, 0,
-								  memory_order_acq_rel,
-								  memory_order_relaxed)) {
-				sb_waitq_grant_lone(sb_waitq_lone(state));
+			if (sb_waitq_claim_lone(&e->q, &state, 0))
 				return;
-			}
 			continue;
 		}
 		if (sb_waitq_may_have_waiters(state))
@@ -246,12 +240,12 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 	bool may_be_lone = sb_waiter_may_be_lone(node);
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = sb_waitq_load(&e->q);
-	size_t next;
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&e->q.state, state);
 			continue;
 		}
+		size_t next;
 		if (state & AE_SIGNALED) {
 			next = state & ~AE_SIGNALED;
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
@@ -264,18 +258,8 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 		 * lock; release, a lone node is filled in before set() sees it. */
 		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			break;
+			return sb_waitq_finish_first_poll(&e->q, node, state, next, clone, 1, w);
 	}
-	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
-		return SB_PENDING; /* waits alone */
-	if (clone.vtable)
-		sb_waker_drop(clone);
-	if (!(next & SB_QLOCK_HELD))
-		return 0; /* took the signal */
-	sb_waitq_adopt_lone(&e->q, state);
-	sb_waitq_push(&e->q, node, 1, w);
-	sb_waitq_unlock(&e->q);
-	return SB_PENDING;
 }
 
 int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w)

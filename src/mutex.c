@@ -109,15 +109,9 @@ int sb_mutex_unlock(sb_mutex *m)
 			continue;
 		}
 		if (sb_waitq_is_lone(state)) {
-			/* Hand it to the lone waiter: still LOCKED, now its.  acq_rel:
-			 * acquire sees the node its owner filled in; release, the next
-			 * holder sees our critical section. */
-			if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, MUTEX_LOCKED,
-								  memory_order_acq_rel,
-								  memory_order_relaxed)) {
-				sb_waitq_grant_lone(sb_waitq_lone(state));
+			/* Hand it to the lone waiter: still LOCKED, now its. */
+			if (sb_waitq_claim_lone(&m->q, &state, MUTEX_LOCKED))
 				return 0;
-			}
 			continue;
 		}
 		/* Someone waits, and only we can clear LOCKED. acquire: the lock. */
@@ -143,12 +137,12 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 	bool may_be_lone = sb_waiter_may_be_lone(node);
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
-	size_t next;
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
+		size_t next;
 		if (!(state & MUTEX_LOCKED)) {
 			next = state | MUTEX_LOCKED;
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
@@ -162,18 +156,8 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 		 * node is filled in before an unlocker can see it. */
 		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			break;
+			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1, w);
 	}
-	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
-		return SB_PENDING; /* waits alone */
-	if (clone.vtable)
-		sb_waker_drop(clone);
-	if (!(next & SB_QLOCK_HELD))
-		return 0; /* took it */
-	sb_waitq_adopt_lone(&m->q, state);
-	sb_waitq_push(&m->q, node, 1, w);
-	sb_waitq_unlock(&m->q);
-	return SB_PENDING;
 }
 
 int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)

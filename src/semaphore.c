@@ -158,15 +158,9 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	size_t state = sem_load(s);
 	for (;;) {
 		if (sb_waitq_is_lone(state)) {
-			/* One permit pays the lone waiter; n - 1 <= the maximum. acq_rel:
-			 * acquire sees the node its owner filled in, release as below. */
-			if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
-								  (n - 1) * SEM_ONE,
-								  memory_order_acq_rel,
-								  memory_order_relaxed)) {
-				sb_waitq_grant_lone(sb_waitq_lone(state));
+			/* One permit pays the lone waiter; n - 1 <= the maximum. */
+			if (sb_waitq_claim_lone(&s->q, &state, (n - 1) * SEM_ONE))
 				return 0;
-			}
 			continue;
 		}
 		if (sb_waitq_may_have_waiters(state))
@@ -244,7 +238,6 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	bool may_be_lone = sb_waiter_may_be_lone(node);
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = sem_load(s);
-	size_t taken = 0;
 	for (;;) {
 		if (state & SEM_CLOSED) {
 			if (clone.vtable)
@@ -271,22 +264,11 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 		}
 		/* acq_rel: acquire, we take permits released by others or the lock;
 		 * release, a lone node is filled in before a releaser can see it. */
-		if (!atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
-							   memory_order_acq_rel, memory_order_relaxed))
-			continue;
-		if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
-			return SB_PENDING; /* installed lone */
-		if (clone.vtable)
-			sb_waker_drop(clone);
-		if (!(next & SB_QLOCK_HELD))
-			return 0; /* took them */
-		sb_waitq_adopt_lone(&s->q, state);
-		taken = count;
-		break;
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
+							  memory_order_acq_rel, memory_order_relaxed))
+			return sb_waitq_finish_first_poll(&s->q, node, state, next, clone,
+							  n - count, w);
 	}
-	sb_waitq_push(&s->q, node, n - taken, w);
-	sb_waitq_unlock(&s->q);
-	return SB_PENDING;
 }
 
 int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)

@@ -347,6 +347,23 @@ static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, s
 /* A releaser that claimed the lone waiter `w` (its CAS, acquire): grants and wakes it. */
 void sb_waitq_grant_lone(sb_waiter *w);
 
+/*
+ * A releaser that found the word in lone form (*state): claims the lone
+ * waiter by moving the word to `next`, then grants and wakes it.  False,
+ * with *state refreshed, when the word changed first.
+ */
+static inline bool sb_waitq_claim_lone(sb_waitq *q, size_t *state, size_t next)
+{
+	/* acq_rel: acquire sees the node its owner filled in before installing
+	 * it; release, the woken waiter sees what we wrote before.  relaxed on
+	 * failure: the caller re-decides. */
+	if (!atomic_compare_exchange_weak_explicit(&q->state, state, next, memory_order_acq_rel,
+						   memory_order_relaxed))
+		return false;
+	sb_waitq_grant_lone(sb_waitq_lone(*state));
+	return true;
+}
+
 /* Owner: waits until a releaser that claimed `w` has published its final value. */
 size_t sb_waitq_lone_settle(sb_waiter *w);
 
@@ -366,6 +383,29 @@ enum sb_lone_cancel {
  */
 enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
 					 size_t *remaining, sb_waker *waker);
+
+/*
+ * The end of a first poll that may wait alone, after its CAS moved the word
+ * from `state` to `next`: without the lock, it either installed `w` as the
+ * lone waiter (NONEMPTY: pending; `w` keeps `clone`) or took what it wanted
+ * (0); with the lock, it moves a lone waiter into the queue, queues `w` owed
+ * `owed` and unlocks (pending).  Drops `clone` where `w` does not keep it.
+ */
+static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t state,
+					     size_t next, sb_waker clone, size_t owed,
+					     const sb_waker *waker)
+{
+	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
+		return SB_PENDING;
+	if (clone.vtable)
+		sb_waker_drop(clone);
+	if (!(next & SB_QLOCK_HELD))
+		return 0;
+	sb_waitq_adopt_lone(q, state);
+	sb_waitq_push(q, w, owed, waker);
+	sb_waitq_unlock(q);
+	return SB_PENDING;
+}
 
 /*
  * Owner's cancel.  If `w` is still queued: takes the lock, unlinks `w`, sets

@@ -221,15 +221,16 @@ void sb__task_run(sb_executor *ex, sb_task *t)
 		 * the poll.  relaxed on failure: retry. */
 	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
 							memory_order_relaxed));
+	struct sb_executor_impl *impl = ex->impl;
 	if (!t->linked)
-		sb__exec_live_link(ex->impl, t);
+		sb__exec_live_link(impl, t);
 
 	sb_waker w = { &sb__task_waker_vtable, t };
-	ex->impl->current = t;
+	impl->current = t;
 	int r = t->poll(t, &w);
-	ex->impl->current = NULL;
-	bool yielded = ex->impl->requeue_current;
-	ex->impl->requeue_current = false;
+	impl->current = NULL;
+	bool yielded = impl->requeue_current;
+	impl->requeue_current = false;
 	if (r <= 0) {
 		task_complete(ex, t, r, 0);
 		return;

@@ -184,7 +184,7 @@ double median(std::vector<double> v)
 		"%s: %s\n"
 		"usage: %s --list\n"
 		"       %s --run <scenario> [<impl>] [--batches B] [--rounds R] [--threads N] "
-		"[--permits K]\n"
+		"[--permits K] [--once]\n"
 		"       %s [google-benchmark flags, e.g. --benchmark_filter=REGEX]\n",
 		prog, why, prog, prog, prog);
 	exit(2);
@@ -216,9 +216,14 @@ int cmd_run(const char *prog, int argc, char **argv)
 	if (i < argc && strncmp(argv[i], "--", 2) != 0)
 		impl = argv[i++];
 	uint64_t batches = 1, rounds = 0, threads = 0, permits = DEFAULT_PERMITS;
-	for (; i < argc; i += 2) {
-		const char *flag = argv[i];
-		const char *value = i + 1 < argc ? argv[i + 1] : nullptr;
+	bool once = false;
+	while (i < argc) {
+		const char *flag = argv[i++];
+		if (!strcmp(flag, "--once")) {
+			once = true;
+			continue;
+		}
+		const char *value = i < argc ? argv[i++] : nullptr;
 		uint64_t *slot = !strcmp(flag, "--batches")   ? &batches
 				 : !strcmp(flag, "--rounds")  ? &rounds
 				 : !strcmp(flag, "--threads") ? &threads
@@ -255,6 +260,20 @@ int cmd_run(const char *prog, int argc, char **argv)
 		 (unsigned)(named ? named : threads ? threads : DEFAULT_THREADS), (unsigned)permits};
 	std::string name = row_name(row, p.threads);
 	g_current = name + " " + row.impl;
+
+	if (once) {
+		// One batch, no warm-up: it counts the allocations and is timed.
+		Meter m;
+		set_counting(true);
+		uint64_t units = row.batch(p, m);
+		set_counting(false);
+		double ns = (double)m.elapsed_ns() / (double)units;
+		printf("BATCH %s %s %.3f\n", name.c_str(), row.impl, ns);
+		printf("RESULT %s %s %.3f allocs_per_round=%s\n", name.c_str(), row.impl, ns,
+		       format_allocs((double)m.allocs() / (double)units).c_str());
+		fflush(stdout);
+		return 0;
+	}
 
 	// Warm-up: untimed for the result, and the only batch that counts
 	// allocations.

@@ -7,12 +7,16 @@
 //
 //   bench_x --list                         "<scenario> <impl> <default rounds>" a line
 //   bench_x --run <scenario> [<impl>] [--batches B] [--rounds R]
-//           [--threads N] [--permits K]
+//           [--threads N] [--permits K] [--once]
 //       one untimed warm-up batch (allocations are counted in it, and only
 //       in it), then B timed batches (default 1) of R rounds (default: the
 //       row's count from BENCHMARKS.md); prints, exactly like bench/peers,
 //         BATCH <scenario> <impl> <ns_per_round>            one per batch
 //         RESULT <scenario> <impl> <median_ns> allocs_per_round=<x>
+//       --once: exactly one batch of R rounds and no warm-up (it counts the
+//       allocations and is timed), so that two runs of R and 2R rounds
+//       differ by R rounds and nothing else (the instruction counts of
+//       bench/run.py, under callgrind).
 //   bench_x [--benchmark_filter=...]      google-benchmark's own runner: every
 //       row is registered with ->Iterations(rounds) (round rows) or as one
 //       manually timed batch (thread rows), so its own output works too.
@@ -98,10 +102,12 @@ private:
 [[noreturn]] void wrong_result(const char *step, long expected, long got);
 
 // Aborts the run unless `got == want`.  Inlined; the failure path is cold.
-inline void expect(long got, long want, const char *step)
+// Compared in the result's own type (int for the API's results), so that a
+// check is one test and one branch, with no widening first.
+template <class T, class U> inline void expect(T got, U want, const char *step)
 {
-	if (__builtin_expect(got != want, 0))
-		wrong_result(step, want, got);
+	if (__builtin_expect(got != (T)want, 0))
+		wrong_result(step, (long)want, (long)got);
 }
 
 // Makes the compiler forget what it knows about `p` (as Rust's black_box):
@@ -142,23 +148,35 @@ struct Register {
 	explicit Register(const Row &row) { add_row(row); }
 };
 
-// A round scenario S: S(const Params &) sets up (untimed); S::round() is one
-// round (timed); S::finish() tears down and checks final state (untimed).
+// A round scenario S keeps its primitives in an S::Storage (a struct of
+// them, or sbb::NoStorage) that the harness owns and escapes, and holds only
+// pointers into it: S(const Params &, S::Storage &) sets up (untimed);
+// S::round() is one round (timed); S::finish() tears down and checks the
+// final state (untimed).  S's own address never escapes, so its pointers
+// stay in registers across the rounds, as a Rust closure's locals do on the
+// peers' side (a pointer member of an escaped object would be reloaded after
+// every atomic operation: harness cost counted against the library).
+struct NoStorage {};
+
 template <class S> uint64_t round_batch(const Params &p, Meter &m)
 {
-	S s(p);
+	typename S::Storage storage;
+	S s(p, *escape(&storage));
+	const uint64_t rounds = p.rounds;
 	m.start();
-	for (uint64_t i = 0; i < p.rounds; i++)
+	// Counting down: one decrement and one branch a round.
+	for (uint64_t left = rounds; left != 0; left--)
 		s.round();
 	m.stop();
 	s.finish();
-	return p.rounds;
+	return rounds;
 }
 
 template <class S> void round_gbench(benchmark::State &st)
 {
 	Params p{(uint64_t)st.max_iterations, DEFAULT_THREADS, DEFAULT_PERMITS};
-	S s(p);
+	typename S::Storage storage;
+	S s(p, *escape(&storage));
 	for (auto _ : st)
 		s.round();
 	s.finish();

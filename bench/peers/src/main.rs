@@ -6,9 +6,14 @@
 //! ```text
 //! peers list                     supported pairs, one `<scenario> <impl>` a line
 //! peers unsupported              `UNSUPPORTED <scenario> <impl> <reason>` lines
-//! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+//! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K] [--once]
 //! peers run-all [--quick]
 //! ```
+//!
+//! `--once`: exactly one batch of R rounds and no warm-up (it counts the
+//! allocations and is timed), so that two runs of R and 2R rounds differ by
+//! R rounds and nothing else (the instruction counts of bench/run.py, under
+//! callgrind).
 
 mod alloc_count;
 mod contention;
@@ -35,7 +40,7 @@ const DEFAULT_PERMITS: usize = 5;
 const USAGE: &str = "\
 usage: peers list
        peers unsupported
-       peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+       peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K] [--once]
        peers run-all [--quick]";
 
 /// Options of `run`.
@@ -44,6 +49,8 @@ struct RunOptions {
     rounds: Option<u64>,
     threads: Option<usize>,
     permits: usize,
+    /// One batch, no warm-up.
+    once: bool,
 }
 
 fn parse_number<T: std::str::FromStr>(flag: &str, value: Option<&String>) -> Result<T, String> {
@@ -59,6 +66,7 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
         rounds: None,
         threads: None,
         permits: DEFAULT_PERMITS,
+        once: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -67,6 +75,7 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
             "--rounds" => opts.rounds = Some(parse_number(flag, it.next())?),
             "--threads" => opts.threads = Some(parse_number(flag, it.next())?),
             "--permits" => opts.permits = parse_number(flag, it.next())?,
+            "--once" => opts.once = true,
             other => return Err(format!("unknown option: {other}")),
         }
     }
@@ -124,6 +133,22 @@ fn run_pair(row: &Row, batch: harness::BatchFn, params: &Params, batches: usize)
     );
 }
 
+/// `--once`: one batch and no warm-up; it counts the allocations and is timed.
+fn run_once(row: &Row, batch: harness::BatchFn, params: &Params) {
+    let name = row.name(params.threads);
+    alloc_count::set_counting(true);
+    let mut meter = Meter::default();
+    let units = batch(params, &mut meter);
+    alloc_count::set_counting(false);
+    let ns = meter.elapsed().as_nanos() as f64 / units as f64;
+    println!("BATCH {name} {} {ns:.3}", row.imp);
+    println!(
+        "RESULT {name} {} {ns:.3} allocs_per_round={}",
+        row.imp,
+        format_allocs(meter.allocations() as f64 / units as f64)
+    );
+}
+
 fn print_unsupported(row: &Row, threads: usize, why: &str) {
     println!("UNSUPPORTED {} {} {why}", row.name(threads), row.imp);
 }
@@ -169,6 +194,7 @@ fn cmd_run(rows: &[Row], args: &[String]) -> Result<(), String> {
         permits: opts.permits,
     };
     match row.support {
+        Support::Run(batch) if opts.once => run_once(row, batch, &params),
         Support::Run(batch) => run_pair(row, batch, &params, opts.batches),
         Support::Unsupported(why) => print_unsupported(row, threads, why),
     }

@@ -149,6 +149,7 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | MUTEX_LOCKED;
 		} else {
+			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
 			next = sb_waitq_locked(state, 0);
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
@@ -156,7 +157,7 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 		 * node is filled in before an unlocker can see it. */
 		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1, w);
+			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1);
 	}
 }
 

@@ -233,6 +233,45 @@ static void a_different_waker_replaces_the_old_one(void **state)
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 }
 
+static void unlock_the_mutex(void *m)
+{
+	assert_int_equal(sb_mutex_unlock(m), 0);
+}
+
+/*
+ * A waker may re-enter the library from any of its callbacks, clone
+ * included: a locker queueing behind a lone waiter clones before it takes
+ * the queue lock, so a clone that unlocks finds the lock free.
+ */
+static void a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_mutex m = SB_MUTEX_INIT;
+	counting_waker first, second;
+	counting_waker_init(&first);
+	counting_waker_init(&second);
+	second.on_clone = unlock_the_mutex;
+	second.hook_arg = &m;
+	sb_mutex_lock a, b;
+	sb_mutex_lock_init(&a, &m);
+	sb_mutex_lock_init(&b, &m);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&a, &first), SB_PENDING);
+	/* the clone's unlock hands the mutex to a; b waits behind it */
+	assert_int_equal(poll_with(&b, &second), SB_PENDING);
+	assert_int_equal(atomic_load(&first.wakes), 1);
+	assert_int_equal(poll_with(&a, &first), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&second.wakes), 1);
+	assert_int_equal(poll_with(&b, &second), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&first.live) + atomic_load(&second.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb_watchdog_stop(&wd);
+}
+
 static void blocking_lock_times_out_while_held(void **state)
 {
 	(void)state;
@@ -424,6 +463,7 @@ int main(void)
 		cmocka_unit_test(blocking_lock_times_out_while_held),
 		cmocka_unit_test(mutual_exclusion_holds_across_threads_so_a_plain_counter_ends_exact),
 		cmocka_unit_test(unlock_racing_the_first_waiter_never_loses_the_wake),
+		cmocka_unit_test(a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,10 @@
 /*
  * A waker that counts what the library does with it: every clone must be
  * woken or dropped exactly once, so `live` returns to 0 when nothing waits.
+ *
+ * `on_clone` and `on_wake`, when set, run inside clone() and inside wake()
+ * and wake_by_ref() (with `hook_arg`): tests use them to re-enter the library
+ * from a waker callback, which the waker contract allows for all four.
  */
 #ifndef SYNCBAND_TEST_COUNTING_WAKER_H
 #define SYNCBAND_TEST_COUNTING_WAKER_H
@@ -15,6 +19,9 @@ typedef struct counting_waker {
 	atomic_int wakes;       /* wake + wake_by_ref */
 	atomic_int drops;
 	atomic_int live;        /* clones not yet woken (by value) or dropped */
+	void (*on_clone)(void *hook_arg);
+	void (*on_wake)(void *hook_arg);
+	void *hook_arg;
 } counting_waker;
 
 static sb_waker counting_clone(const void *data);
@@ -22,12 +29,16 @@ static void counting_wake(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
 	atomic_fetch_add(&c->wakes, 1);
+	if (c->on_wake)
+		c->on_wake(c->hook_arg);
 	atomic_fetch_sub(&c->live, 1);
 }
 static void counting_wake_by_ref(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
 	atomic_fetch_add(&c->wakes, 1);
+	if (c->on_wake)
+		c->on_wake(c->hook_arg);
 }
 static void counting_drop(const void *data)
 {
@@ -43,6 +54,8 @@ static sb_waker counting_clone(const void *data)
 	counting_waker *c = (counting_waker *)data;
 	atomic_fetch_add(&c->clones, 1);
 	atomic_fetch_add(&c->live, 1);
+	if (c->on_clone)
+		c->on_clone(c->hook_arg);
 	return (sb_waker){ &counting_vtable, data };
 }
 
@@ -52,6 +65,8 @@ static inline void counting_waker_init(counting_waker *c)
 	atomic_init(&c->wakes, 0);
 	atomic_init(&c->drops, 0);
 	atomic_init(&c->live, 0);
+	c->on_clone = c->on_wake = NULL;
+	c->hook_arg = NULL;
 }
 
 /* The borrowed waker a poll receives; not itself a counted reference. */

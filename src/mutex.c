@@ -8,14 +8,14 @@
 #include "waitq.h"
 
 /*
- * The state word (the queue's, see src/waitq.h, with this bit above it):
+ * The state word (its layout is ABI, in <syncband/mutex.h>): the queue's
+ * bits and SB_MUTEX_STATE_LOCKED ("LOCKED" below).
  *
- *   bit 3  MUTEX_LOCKED  someone holds the mutex (or is being handed it)
- *
- * SB_WAITQ_NONEMPTY implies MUTEX_LOCKED: a handoff never clears
- * MUTEX_LOCKED.  So the uncontended lock is CAS(0 -> LOCKED) and the
- * uncontended unlock CAS(LOCKED -> 0): any other value means someone waits
- * or is deciding to.
+ * SB_WAITQ_NONEMPTY implies LOCKED: a handoff never clears LOCKED.  So the
+ * uncontended lock is CAS(0 -> LOCKED) and the uncontended unlock
+ * CAS(LOCKED -> 0), both inline in the header: any other value means
+ * someone waits or is deciding to, and sends them here (the *_slow
+ * functions).
  *
  * The lost wake-up that this layout closes: an unlocker that sees "no
  * waiters" and a locker that has just decided to wait.  Both sides change
@@ -40,8 +40,6 @@
  * CAS (a) above); unlock claims it with one CAS back to LOCKED alone, the
  * mutex now the waiter's.  Both are still one CAS on the one word.
  */
-#define MUTEX_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
-
 static inline size_t mutex_load(const sb_mutex *m)
 {
 	return sb_waitq_load(&m->q);
@@ -63,14 +61,18 @@ int sb_mutex_destroy(sb_mutex *m)
 
 bool sb_mutex_is_locked(const sb_mutex *m)
 {
-	return mutex_load(m) & MUTEX_LOCKED;
+	return mutex_load(m) & SB_MUTEX_STATE_LOCKED;
 }
 
-int sb_mutex_try_lock(sb_mutex *m)
+/* The inline try_lock's CAS failed: held, or a spurious failure of a weak CAS. */
+int sb_mutex_try_lock_slow(sb_mutex *m)
 {
-	size_t expected = 0;
-	/* acquire: the critical section sees what the last holder wrote. */
-	if (atomic_compare_exchange_strong_explicit(&m->q.state, &expected, MUTEX_LOCKED,
+	size_t expected = mutex_load(m);
+	if (expected != 0)
+		return -EBUSY;
+	/* acquire: the critical section sees what the last holder wrote (pairs
+	 * with the release CAS of an unlock). */
+	if (atomic_compare_exchange_strong_explicit(&m->q.state, &expected, SB_MUTEX_STATE_LOCKED,
 						    memory_order_acquire, memory_order_relaxed))
 		return 0;
 	assert(expected != SB_WAITQ_DESTROYED && "mutex used after destroy");
@@ -86,21 +88,21 @@ static void mutex_pass_locked(sb_mutex *m)
 		sb_waitq_unlock(&m->q); /* still LOCKED: it is the head's now */
 	else
 		/* release (in the unlock): as a plain unlock. */
-		sb_waitq_unlock_update(&m->q, MUTEX_LOCKED, 0);
+		sb_waitq_unlock_update(&m->q, SB_MUTEX_STATE_LOCKED, 0);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
-int sb_mutex_unlock(sb_mutex *m)
+int sb_mutex_unlock_slow(sb_mutex *m)
 {
 	size_t state = mutex_load(m);
 	for (;;) {
-		if (!(state & MUTEX_LOCKED))
+		if (!(state & SB_MUTEX_STATE_LOCKED))
 			return -EPERM;
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
-		if (state == MUTEX_LOCKED) {
+		if (state == SB_MUTEX_STATE_LOCKED) {
 			/* release: the next holder sees our critical section. */
 			if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, 0,
 								  memory_order_release,
@@ -110,7 +112,7 @@ int sb_mutex_unlock(sb_mutex *m)
 		}
 		if (sb_waitq_is_lone(state)) {
 			/* Hand it to the lone waiter: still LOCKED, now its. */
-			if (sb_waitq_claim_lone(&m->q, &state, MUTEX_LOCKED))
+			if (sb_waitq_claim_lone(&m->q, &state, SB_MUTEX_STATE_LOCKED))
 				return 0;
 			continue;
 		}
@@ -121,12 +123,6 @@ int sb_mutex_unlock(sb_mutex *m)
 	}
 	mutex_pass_locked(m);
 	return 0;
-}
-
-void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
-{
-	f->mutex = m;
-	f->status = SB_FUTURE_IDLE;
 }
 
 /* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
@@ -143,11 +139,11 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 			continue;
 		}
 		size_t next;
-		if (!(state & MUTEX_LOCKED)) {
-			next = state | MUTEX_LOCKED;
+		if (!(state & SB_MUTEX_STATE_LOCKED)) {
+			next = state | SB_MUTEX_STATE_LOCKED;
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
-			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | MUTEX_LOCKED;
+			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
 			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
 			next = sb_waitq_locked(state, 0);
@@ -161,7 +157,7 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 	}
 }
 
-int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
+int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
 		f->status = mutex_lock_enqueue(f, w);
@@ -179,7 +175,7 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 	sb_mutex *m = f->mutex;
 	size_t remaining;
 	sb_waker mine;
-	switch (sb_waitq_cancel_lone(&m->q, &f->waiter, MUTEX_LOCKED, &remaining, &mine)) {
+	switch (sb_waitq_cancel_lone(&m->q, &f->waiter, SB_MUTEX_STATE_LOCKED, &remaining, &mine)) {
 	case SB_CANCEL_WITHDRAWN:
 		sb_waker_drop(mine);
 		return;

@@ -4,7 +4,8 @@
  *
  * A primitive is an sb_waitq: one state word plus the head and tail of a
  * FIFO of sb_waiter nodes, which live in the callers' futures.  The word's
- * low bits belong to the queue:
+ * low bits belong to the queue (their definitions are ABI, in
+ * <syncband/future.h>, because the inline fast paths read them):
  *
  *   bit 0  SB_QLOCK_HELD       the queue lock (src/lock.h)
  *   bit 1  SB_QLOCK_PARKED     someone sleeps waiting for the lock
@@ -58,7 +59,7 @@
 
 #include "lock.h"
 
-#define SB_WAITQ_NONEMPTY ((size_t)4)
+/* The bits of the word are defined in <syncband/future.h> (they are ABI). */
 #define SB_WAITQ_BITS (SB_QLOCK_BITS | SB_WAITQ_NONEMPTY)
 _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 	       "a primitive's bits start above the queue's");
@@ -66,7 +67,7 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 /* "No waker", for when there is nothing to drop. */
 #define SB_NO_WAKER ((sb_waker){ NULL, NULL })
 
-#define SB_WAITER_GRANTED ((size_t)0)
+/* SB_WAITER_GRANTED (0) is ABI, in <syncband/future.h>. */
 #define SB_WAITER_CLOSED SIZE_MAX
 /* A lone waiter (below), owed one unit, outside head/tail. */
 #define SB_WAITER_LONE (SIZE_MAX - 1)
@@ -92,7 +93,6 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
  * value (sb_waitq_lone_settle).  So a handoff to a lone waiter is one
  * read-modify-write on each side instead of two.
  */
-#define SB_WAITQ_LONE_SHIFT 4
 #define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
 
 /*
@@ -507,12 +507,6 @@ static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *
 		return remaining;
 	return sb_waitq_repoll_queued(q, w, waker);
 }
-
-/*
- * The life of a future, in its `status`: SB_FUTURE_IDLE until the first
- * poll, SB_PENDING while queued, then 0 or -errno (-ECANCELED after cancel).
- */
-#define SB_FUTURE_IDLE 2
 
 /*
  * Records a detached waiter's result in `status` (SB_WAITER_GRANTED: 0,

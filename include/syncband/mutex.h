@@ -37,8 +37,21 @@ extern "C" {
 
 /* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_mutex {
-	sb_waitq q; /* state word: see src/mutex.c for the bit layout */
+	sb_waitq q; /* state word: see below */
 } sb_mutex;
+
+/*
+ * The state word (ABI; the queue's bits are in future.h):
+ *
+ *   bit 3    SB_MUTEX_STATE_LOCKED   someone holds the mutex (or is being
+ *                                    handed it)
+ *   bits 4-  a lone waiter's address (with NONEMPTY), or 0
+ *
+ * NONEMPTY implies LOCKED (a handoff never clears LOCKED), so the word of a
+ * free mutex is 0 and that of a held one nobody waits for is LOCKED alone:
+ * the inline lock and unlock are CAS(0 -> LOCKED) and CAS(LOCKED -> 0).
+ */
+#define SB_MUTEX_STATE_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
 #define SB_MUTEX_INIT { SB_WAITQ_INIT(0) }
 
@@ -65,24 +78,71 @@ SB_API int sb_mutex_destroy(sb_mutex *m);
 /* True while the mutex is locked (a snapshot). */
 SB_API bool sb_mutex_is_locked(const sb_mutex *m);
 
-/* Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits. */
-SB_API int sb_mutex_try_lock(sb_mutex *m);
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_mutex_try_lock_slow(sb_mutex *m);
+SB_API int sb_mutex_unlock_slow(sb_mutex *m);
+SB_API int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w);
+
+/* Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits.  Inline. */
+SB_INLINE int sb_mutex_try_lock(sb_mutex *m)
+{
+	size_t unlocked = 0;
+	/* acquire: the critical section sees what the last holder wrote (pairs
+	 * with unlock's release CAS, or the release unlock of its slow path). */
+	if (sb__state_cas_acquire(&m->q, &unlocked, SB_MUTEX_STATE_LOCKED))
+		return 0;
+	return sb_mutex_try_lock_slow(m);
+}
 
 /*
  * Unlocks, handing the mutex to the oldest queued future if there is one
  * (woken after the internal lock is released).  Returns 0, or -EPERM when
- * the mutex was not locked.  Release ordering.  Never waits.
+ * the mutex was not locked.  Release ordering.  Never waits.  Inline: one CAS
+ * when nobody waits.
  */
-SB_API int sb_mutex_unlock(sb_mutex *m);
+SB_INLINE int sb_mutex_unlock(sb_mutex *m)
+{
+	/* relaxed: a guess that the CAS confirms.  Read first, so that an
+	 * unlock that must hand the mutex over costs no failed CAS. */
+	size_t state = sb__state_load_relaxed(&m->q);
+	/* release: the next holder sees our critical section (pairs with the
+	 * acquire CAS of try_lock or of a lock's first poll). */
+	if (state == SB_MUTEX_STATE_LOCKED && sb__state_cas_release(&m->q, &state, 0))
+		return 0;
+	return sb_mutex_unlock_slow(m);
+}
 
 /* Prepares a future that locks `m`.  Does not register. */
-SB_API void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m);
+SB_INLINE void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
+{
+	f->mutex = m;
+	f->status = SB_FUTURE_IDLE;
+}
 
 /*
  * Drives the lock: 0 when the caller holds the mutex, SB_PENDING when queued
- * (the waker will be woken once).  Acquire ordering on completion.
+ * (the waker will be woken once).  Acquire ordering on completion.  Inline:
+ * a first poll on a free mutex takes it with one CAS, and a later poll that
+ * finds it handed over is one load.
  */
-SB_API int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w);
+SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		sb_mutex *m = f->mutex;
+		/* relaxed: a guess that the CAS confirms.  Read first, so that a
+		 * lock that must wait costs no failed CAS. */
+		size_t state = sb__state_load_relaxed(&m->q);
+		/* acquire: as try_lock. */
+		if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_mutex_lock_poll_slow(f, w);
+}
 
 /*
  * Abandons the lock.  A queued future leaves the queue; a future that was

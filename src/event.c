@@ -88,7 +88,10 @@ void sb_event_set_slow(sb_event *e)
 static int event_register(sb_event_wait *f, const sb_waker *w)
 {
 	sb_event *e = f->event;
-	sb_waker clone = SB_NO_WAKER;
+	/* Before the lock (a clone may re-enter the library), and before the
+	 * word is read: the inline poll found the event clear, so a wait that
+	 * comes here nearly always queues. */
+	sb_waker clone = sb_waker_clone(w);
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
@@ -102,26 +105,22 @@ static int event_register(sb_event_wait *f, const sb_waker *w)
 				state = sb_waitq_load(&e->q);
 				continue; /* reset meanwhile */
 			}
-			sb_waker_drop_if(clone);
-			return 0;
+			sb_waker_drop(clone);
+			return f->status = 0;
 		}
-		sb_waker_clone_once(w, &clone);
 		/* acquire: the queue lock (sb_qlock_try_take). */
 		if (sb_qlock_try_take(&e->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
 	sb_waitq_push(&e->q, &f->waiter, 1, clone);
 	sb_waitq_unlock(&e->q);
-	return SB_PENDING;
+	return f->status = SB_PENDING;
 }
 
 int sb_event_wait_poll_slow(sb_event_wait *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE) {
-		/* The inline poll found the event clear (or its lock held). */
-		f->status = event_register(f, w);
-		return f->status;
-	}
+	if (f->status == SB_FUTURE_IDLE)
+		return event_register(f, w); /* the inline poll found it clear (or locked) */
 	if (f->status != SB_PENDING)
 		return f->status;
 	return sb_future_repoll(&f->status, &f->event->q, &f->waiter, w);

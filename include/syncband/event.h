@@ -15,7 +15,8 @@
  *     wait registered after it is (after a reset() made while it still
  *     wakes, new waits wait for the next set()).  It wakes them in batches
  *     of up to 32, with the lock released; nothing allocates.
- *   - is_set() is a single atomic load.
+ *   - is_set() is inline: one atomic load (and a second one only while
+ *     another thread holds the event's internal lock).
  *
  * Auto-reset event (sb_auto_event)
  *   - set() hands the signal to the oldest wait, or stores one signal if

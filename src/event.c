@@ -112,8 +112,7 @@ static int event_register(sb_event_wait *f, const sb_waker *w)
 		if (sb_qlock_try_take(&e->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
-	sb_waitq_push(&e->q, &f->waiter, 1, clone);
-	sb_waitq_unlock(&e->q);
+	sb_waitq_push_and_unlock(&e->q, &f->waiter, 1, clone);
 	return f->status = SB_PENDING;
 }
 

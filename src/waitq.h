@@ -301,6 +301,17 @@ static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb
 }
 
 /*
+ * Under the lock: sb_waitq_push, then unlock.  The queue holds `w` now, so
+ * the unlock sets SB_WAITQ_NONEMPTY without looking at the queue again.
+ */
+static inline void sb_waitq_push_and_unlock(sb_waitq *q, sb_waiter *w, size_t remaining,
+					    sb_waker clone)
+{
+	sb_waitq_push(q, w, remaining, clone);
+	sb_qlock_release(&q->state, SB_WAITQ_NONEMPTY, SB_WAITQ_NONEMPTY);
+}
+
+/*
  * Under the lock: unlinks a queued `w` and returns its waker, which the
  * caller drops after unlocking.  The node is the caller's again.  Also
  * unlinks from a broadcast's list (sb_waitq_release_all), where no link is
@@ -453,8 +464,7 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
 		return 0;
 	}
 	sb_waitq_adopt_lone(q, state);
-	sb_waitq_push(q, w, owed, clone);
-	sb_waitq_unlock(q);
+	sb_waitq_push_and_unlock(q, w, owed, clone);
 	return SB_PENDING;
 }
 

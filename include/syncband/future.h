@@ -54,11 +54,12 @@ extern "C" {
 /*
  * Inline fast paths.  The uncontended operations - try_acquire, a release
  * or unlock or set with nobody waiting, try_lock, is_set / try_wait, a
- * future's init and a first poll that completes at once - are defined in
- * these headers as SB_INLINE functions, so that they compile into the
- * caller: one atomic read-modify-write (or load) and a few branches, with no
- * call.  Whatever they cannot finish they hand to an exported out-of-line
- * function named like them with a `_slow` suffix (sb_mutex_unlock ->
+ * future's init, a first poll that completes at once and a later poll that
+ * finds its future granted - are defined in these headers as SB_INLINE
+ * (static inline) functions, so that they compile into the caller: one
+ * atomic read-modify-write (or load) and a few branches, with no call.
+ * Whatever they cannot finish they hand to an exported out-of-line function
+ * named like them with a `_slow` suffix (sb_mutex_unlock ->
  * sb_mutex_unlock_slow), which callers should not call directly.
  *
  * Every SB_INLINE function is also exported by the library under its own

@@ -87,7 +87,7 @@ size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone)
 	if (sb_waiter_is_released(remaining))
 		return waitq_leave_released(q, w, remaining, clone);
 	sb_waker old = clone;
-	if (!sb_waiter_is_detached(remaining) && clone.vtable) {
+	if (!sb_waiter_is_detached(remaining) && remaining != SB_WAITER_WOKEN && clone.vtable) {
 		old = w->waker;
 		w->waker = clone;
 	}

@@ -115,7 +115,7 @@ size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone)
 	if (sb_waiter_is_released(remaining))
 		return waitq_leave_released(q, w, remaining, clone);
 	sb_waker old = clone;
-	if (!sb_waiter_is_detached(remaining) && clone.vtable) {
+	if (!sb_waiter_is_detached(remaining) && remaining != SB_WAITER_WOKEN && clone.vtable) {
 		old = w->waker;
 		w->waker = clone;
 	}
@@ -140,16 +140,6 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 }
 
 /* ------------------------------------------------------------ the lone waiter */
-
-size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
-{
-	if (!sb_waitq_is_lone(state))
-		return state;
-	sb_waiter *w = sb_waitq_lone(state);
-	q->head = q->tail = w;
-	sb_waiter_set_remaining_locked(w, 1);
-	return state & SB_WAITQ_LONE_LOW;
-}
 
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
 {

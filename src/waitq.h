@@ -24,8 +24,10 @@
  * semaphore, 1 for a lock or a notification).  It is the one field the owner
  * reads without the lock, and it says who owns the node:
  *
- *   0 < remaining < SB_WAITER_RELEASED_CLOSED
+ *   0 < remaining < SB_WAITER_WOKEN
  *                                 queued: the lock holder owns the node
+ *   SB_WAITER_WOKEN               queued, its waker spent (the mutex's woken
+ *                                 head, src/mutex.c): the owner must act
  *   SB_WAITER_RELEASED_*          released by a broadcast but still linked
  *                                 (sb_waitq_release_all): the lock holder
  *                                 owns the node; an owner that sees this
@@ -74,6 +76,12 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 /* Released by sb_waitq_release_all, to become GRANTED or CLOSED; still linked. */
 #define SB_WAITER_RELEASED_GRANTED (SIZE_MAX - 2)
 #define SB_WAITER_RELEASED_CLOSED (SIZE_MAX - 3)
+/*
+ * Still queued, but its registered waker was moved out and woken (the
+ * node keeps a stale copy, never to be woken or dropped): the eventually fair
+ * mutex's woken head.  A re-poll returns it to the caller, untouched.
+ */
+#define SB_WAITER_WOKEN (SIZE_MAX - 4)
 
 /*
  * The lone waiter.  A primitive whose own bits above SB_WAITQ_LONE_SHIFT are
@@ -288,7 +296,7 @@ static inline void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
  */
 static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
 {
-	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_RELEASED_CLOSED);
+	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN);
 	w->next = NULL;
 	w->prev = q->tail;
 	w->waker = clone;
@@ -392,7 +400,15 @@ void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits);
 
 /* Having locked the word from `state` by hand: what sb_waitq_lock_lone does after. */
-size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state);
+static inline size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
+{
+	if (!sb_waitq_is_lone(state))
+		return state;
+	sb_waiter *w = sb_waitq_lone(state);
+	q->head = q->tail = w;
+	sb_waiter_set_remaining_locked(w, 1);
+	return state & SB_WAITQ_LONE_LOW;
+}
 
 /*
  * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
@@ -458,10 +474,10 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
 					     size_t next, sb_waker clone, size_t owed)
 {
 	if (!(next & SB_QLOCK_HELD)) {
-		if (next & SB_WAITQ_NONEMPTY)
+		if (sb_waitq_is_lone(next) && sb_waitq_lone(next) == w)
 			return SB_PENDING;
 		sb_waker_drop_if(clone);
-		return 0;
+		return 0; /* (a barging mutex locker may leave others queued) */
 	}
 	sb_waitq_adopt_lone(q, state);
 	sb_waitq_push_and_unlock(q, w, owed, clone);
@@ -491,7 +507,7 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 /*
  * The same for a caller that took the lock, holding `clone` of the new waker
  * (or none); unlocks.  A waiter a broadcast released unlinks itself and
- * returns its final value.
+ * returns its final value; a WOKEN one is left as it is (clone dropped).
  */
 size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone);
 

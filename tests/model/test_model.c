@@ -16,6 +16,7 @@
 
 #include <syncband/syncband.h>
 
+#include "clock.h"
 #include "counting_waker.h"
 #include "sched.h"
 
@@ -292,13 +293,26 @@ typedef struct mutex_ctx {
 	int r[2];
 } mutex_ctx;
 
-static void mutex_setup_locked(void *p)
+static void mutex_setup_locked_in(void *p, bool fifo)
 {
 	mutex_ctx *c = p;
-	sb_mutex_init(&c->m);
+	if (fifo)
+		sb_mutex_init_fifo(&c->m);
+	else
+		sb_mutex_init(&c->m);
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	counting_waker_init(&c->w[0]);
 	counting_waker_init(&c->w[1]);
+}
+
+/* Eventually fair (the default), and strict FIFO: every scenario runs on both. */
+static void mutex_setup_locked(void *p)
+{
+	mutex_setup_locked_in(p, false);
+}
+static void mutex_setup_locked_fifo(void *p)
+{
+	mutex_setup_locked_in(p, true);
 }
 
 /* unlock's "no waiters" fast path racing the first waiter. */
@@ -329,14 +343,22 @@ static void mtx1_check(void *p)
 }
 
 /* cancel of the head racing the unlock that hands it the mutex. */
-static void mtx2_setup(void *p)
+static void mutex_queue_two(mutex_ctx *c)
 {
-	mutex_ctx *c = p;
-	mutex_setup_locked(p);
 	for (int i = 0; i < 2; i++) {
 		sb_mutex_lock_init(&c->f[i], &c->m);
 		MODEL_CHECK(poll_lock(&c->f[i], &c->w[i]) == SB_PENDING);
 	}
+}
+static void mtx2_setup(void *p)
+{
+	mutex_setup_locked(p);
+	mutex_queue_two(p);
+}
+static void mtx2_setup_fifo(void *p)
+{
+	mutex_setup_locked_fifo(p);
+	mutex_queue_two(p);
 }
 static void mtx2_t0(void *p)
 {
@@ -360,6 +382,116 @@ static void mtx3_setup(void *p)
 	mutex_setup_locked(p);
 	sb_mutex_lock_init(&c->f[0], &c->m);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING);
+}
+static void mtx3_setup_fifo(void *p)
+{
+	mutex_ctx *c = p;
+	mutex_setup_locked_fifo(p);
+	sb_mutex_lock_init(&c->f[0], &c->m);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING);
+}
+
+/* --- eventually fair mode: barging, woken waiters, the switch to handoff */
+
+/* A barger: takes the mutex if free, and gives it back. */
+static void mtx_barger(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[1] = sb_mutex_try_lock(&c->m);
+	if (c->r[1] == 0)
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+
+/* A lone waiter; unlock (wake it) racing a barger. */
+static void mtx4_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) >= 1); /* woken; if it lost, woken again */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/* Two queued, the first woken: its retry racing a barger. */
+static void mtx5_setup(void *p)
+{
+	mtx2_setup(p);
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+}
+static void mtx5_t0(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+}
+static void mtx5_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[0] == SB_PENDING) {
+		/* lost to the barger: still at the front, woken by its unlock */
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	} else {
+		MODEL_CHECK(c->r[0] == 0);
+	}
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0); /* one woken at a time */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* The first woken waiter cancelled, racing a barger: the wake is passed on. */
+static void mtx6_t0(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_cancel(&c->f[0]);
+}
+static void mtx6_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* The model's clock, moved by the setup (src/clock.h). */
+static uint64_t model_now;
+static uint64_t model_clock(void)
+{
+	return model_now;
+}
+
+/* The first waiter lost to a barger more than the bound ago: the holder's
+ * unlock (hand-off) racing a barger, which must never get in. */
+static void mtx7_setup(void *p)
+{
+	mutex_ctx *c = p;
+	sb__clock_set(model_clock);
+	model_now = 1000;
+	mtx5_setup(p);
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
+	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+}
+static void mtx7_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(c->r[1] == -EBUSY);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	sb__clock_set(NULL);
 }
 static void mtx3_check(void *p)
 {
@@ -900,6 +1032,20 @@ static const sb_model_scenario scenarios[] = {
 	  { mtx2_t0, mtx1_t1 }, mtx2_check },
 	{ "mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx), mtx3_setup,
 	  { mtx2_t0, mtx1_t1 }, mtx3_check },
+	{ "fifo mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx),
+	  mutex_setup_locked_fifo, { mtx1_t0, mtx1_t1 }, mtx1_check },
+	{ "fifo mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx),
+	  mtx2_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx2_check },
+	{ "fifo mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx),
+	  mtx3_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx3_check },
+	{ "fair mutex: a barger racing unlock-and-wake of a lone waiter", 2, sizeof(mutex_ctx),
+	  mtx3_setup, { mtx1_t1, mtx_barger }, mtx4_check },
+	{ "fair mutex: the woken waiter's retry racing a barger", 2, sizeof(mutex_ctx),
+	  mtx5_setup, { mtx5_t0, mtx_barger }, mtx5_check },
+	{ "fair mutex: cancel of the woken waiter racing a barger", 2, sizeof(mutex_ctx),
+	  mtx5_setup, { mtx6_t0, mtx_barger }, mtx6_check },
+	{ "fair mutex: the switch to handoff racing a barger", 2, sizeof(mutex_ctx), mtx7_setup,
+	  { mtx1_t1, mtx_barger }, mtx7_check },
 	{ "condvar: notify_one racing cancel", 2, sizeof(cv_ctx), cv_setup_two_waits,
 	  { cv1_t0, cv1_t1 }, cv1_check },
 	{ "condvar: wait giving up the mutex racing a notifier", 2, sizeof(cv_ctx), cv2_setup,
@@ -1016,7 +1162,7 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_auto_event_set(&e)), 1);
 	assert_int_equal(RMWS(sb_auto_event_wait_poll(&f, &noop)), 0);
 
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
 	sb_mutex_lock l;
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	sb_mutex_lock_init(&l, &m);
@@ -1024,6 +1170,17 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_mutex_unlock(&m)), 1);
 	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
+
+	/* Eventually fair: unlock takes the queue lock (adopting the lone
+	 * waiter), marks it woken and releases; its retry takes the queue lock
+	 * with the mutex and leaves the queue. */
+	sb_mutex fair = SB_MUTEX_INIT;
+	assert_int_equal(sb_mutex_try_lock(&fair), 0);
+	sb_mutex_lock_init(&l, &fair);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 1);
+	assert_int_equal(RMWS(sb_mutex_unlock(&fair)), 2);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 2);
+	assert_int_equal(sb_mutex_unlock(&fair), 0);
 }
 
 static void every_scenario_holds_over_random_schedules(void **state)

@@ -96,10 +96,9 @@ typedef struct sb_mutex {
  *   bits 4-  a lone waiter's address (with NONEMPTY), or 0
  *
  * A free mutex nobody waits for is 0 and a held one nobody waits for is
- * LOCKED alone: the inline unlock is CAS(LOCKED -> 0), and the inline lock
- * takes a mutex that is neither LOCKED nor HELD with one CAS setting LOCKED
- * (in strict FIFO mode NONEMPTY implies LOCKED, so that never barges there;
- * in eventually fair mode it may, by design).
+ * LOCKED alone: the inline lock is CAS(0 -> LOCKED) and the inline unlock
+ * CAS(LOCKED -> 0).  Any other word goes to the slow paths (which, in the
+ * eventually fair mode, also take a free mutex that others wait for).
  */
 #define SB_MUTEX_STATE_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
@@ -138,12 +137,6 @@ SB_API int sb_mutex_try_lock_slow(sb_mutex *m);
 SB_API int sb_mutex_unlock_slow(sb_mutex *m);
 SB_API int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w);
 
-/* Whether a lock may take a mutex whose word is `state` with one CAS. */
-static inline bool sb__mutex_is_free(size_t state)
-{
-	return !(state & (SB_MUTEX_STATE_LOCKED | SB_QLOCK_HELD));
-}
-
 /*
  * Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits.  Inline:
  * one CAS on a free mutex.
@@ -155,8 +148,7 @@ SB_INLINE int sb_mutex_try_lock(sb_mutex *m)
 	size_t state = sb__state_load_relaxed(&m->q);
 	/* acquire: the critical section sees what the last holder wrote (pairs
 	 * with the release of every unlock). */
-	if (sb__mutex_is_free(state) &&
-	    sb__state_cas_acquire(&m->q, &state, state | SB_MUTEX_STATE_LOCKED))
+	if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED))
 		return 0;
 	return sb_mutex_try_lock_slow(m);
 }
@@ -204,8 +196,7 @@ SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 		 * lock that must wait costs no failed CAS. */
 		size_t state = sb__state_load_relaxed(&m->q);
 		/* acquire: as try_lock. */
-		if (sb__mutex_is_free(state) &&
-		    sb__state_cas_acquire(&m->q, &state, state | SB_MUTEX_STATE_LOCKED)) {
+		if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)) {
 			f->status = 0;
 			return 0;
 		}

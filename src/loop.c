@@ -144,10 +144,12 @@ static void task_wake(sb_loop_task *t)
 		if (s & DONE)
 			return;
 		next = (s & QUEUED) ? s : s + QUEUED + REF_ONE;
-		/* release: pairs with the acquire clear of QUEUED before the next
-		 * poll (written even when already queued, so that poll reads from
-		 * this RMW): what our caller did before the wake is visible to it. */
-	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, next, memory_order_release,
+		/* acq_rel.  release: pairs with the acquire clear of QUEUED before
+		 * the next poll (written even when already queued, so that poll reads
+		 * from this RMW): what our caller did before the wake is visible to
+		 * it.  acquire: pairs with that clear's release, so the loop's last
+		 * use of t->next comes before our push rewrites it. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, next, memory_order_acq_rel,
 							memory_order_relaxed));
 	if (s & QUEUED)
 		return;
@@ -248,8 +250,10 @@ static size_t run_one(sb_loop *l, sb_loop_task *t)
 			task_release(l, t);
 		return 0;
 	}
-	/* acquire: pairs with the release CAS of every wake since it was queued. */
-	atomic_fetch_and_explicit(&t->state, ~QUEUED, memory_order_acquire);
+	/* acq_rel.  acquire: pairs with the release CAS of every wake since it
+	 * was queued.  release: our reads and writes of t->next (the batch's
+	 * links) come before the push of the wake that queues it next. */
+	atomic_fetch_and_explicit(&t->state, ~QUEUED, memory_order_acq_rel);
 	sb_waker w = { &loop_waker_vtable, t };
 	int r = t->poll(t, &w);
 	if (r == SB_PENDING) {

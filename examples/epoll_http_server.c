@@ -104,6 +104,7 @@ static void *worker_main(void *arg)
 				 "Connection: close\r\n\r\n%s",
 				 strlen(body), c->in_flight_seen, body);
 		c->out_len = (size_t)n;
+		/* release: c->out is written before the loop reads it (acquire load). */
 		atomic_store_explicit(&c->work_done, true, memory_order_release);
 		sb_waker_wake(c->worker); /* consumes the clone; the last touch of c */
 	}

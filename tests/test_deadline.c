@@ -22,6 +22,13 @@
 #include "counting_waker.h"
 #include "watchdog.h"
 
+static void a_deadline_is_24_bytes_on_64_bit_targets(void **state)
+{
+	(void)state;
+	if (sizeof(void *) == 8)
+		assert_int_equal(sizeof(sb_deadline), 24);
+}
+
 static void a_deadline_passes_the_inner_result_through(void **state)
 {
 	(void)state;
@@ -357,6 +364,7 @@ static void a_grant_racing_the_expiry_never_loses_a_permit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_deadline_is_24_bytes_on_64_bit_targets),
 		cmocka_unit_test(a_deadline_passes_the_inner_result_through),
 		cmocka_unit_test(before_expiry_a_pending_inner_stays_registered),
 		cmocka_unit_test(an_expired_deadline_cancels_a_pending_inner_with_etimedout),

@@ -82,7 +82,7 @@ inline task_state *state_of(sb_loop_task *lt) noexcept
 	return SB_CONTAINER_OF(lt, task_state, lt);
 }
 
-int task_poll(sb_loop_task *lt, const sb_waker *w) noexcept;
+inline int task_poll(sb_loop_task *lt, const sb_waker *w) noexcept;
 
 inline void task_release(sb_loop_task *lt) noexcept
 {
@@ -158,8 +158,11 @@ public:
 	~loop() = default;
 
 	// Queues the coroutine's first step; it runs at the next run_ready().
+	// A moved-from task is ignored.
 	void spawn(task t) noexcept
 	{
+		if (!t.h_)
+			return;
 		detail::task_state *s = t.h_.promise().state;
 		s->frame = std::exchange(t.h_, nullptr);
 		s->owner = this;

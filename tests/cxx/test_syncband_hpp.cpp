@@ -280,10 +280,10 @@ sb::task lock_and_hold(sb_mutex &m, sb_event &release, int &held)
 	co_await sb::wait(release);
 }
 
-void destroying_a_task_queued_for_a_mutex_passes_the_mutex_on(void **)
+void destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on(void **)
 {
 	sb::loop l(count_ring, nullptr);
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO; /* unlock hands it to the oldest waiter */
 	sb_event go = SB_EVENT_INIT(0);
 	int held = 0;
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
@@ -497,7 +497,7 @@ int main()
 		cmocka_unit_test(event_waits_resume_after_sets_from_another_thread),
 		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
 		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
-		cmocka_unit_test(destroying_a_task_queued_for_a_mutex_passes_the_mutex_on),
+		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),
 		cmocka_unit_test(an_acquire_of_a_closed_semaphore_gives_an_empty_permit),
 		cmocka_unit_test(guards_release_once_on_scope_exit_and_move_ownership),
 		cmocka_unit_test(tasks_holding_a_mutex_across_yields_never_overlap),

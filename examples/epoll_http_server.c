@@ -145,7 +145,7 @@ static int write_answer(struct conn *c)
 static int conn_poll(sb_loop_task *t, const sb_waker *w)
 {
 	struct conn *c = SB_CONTAINER_OF(t, struct conn, task);
-	int r;
+	int r = -1; /* every step sets it */
 	switch (c->step) {
 	case READING:
 		r = read_request(c);

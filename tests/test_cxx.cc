@@ -99,6 +99,7 @@ int main()
 	mutex_fast_and_slow_paths();
 	event_fast_and_slow_paths();
 	if (failures)
-		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures, (long)__cplusplus);
+		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
+			     static_cast<long>(__cplusplus));
 	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -100,7 +100,7 @@ typedef struct sb_mutex {
  * CAS(LOCKED -> 0).  Any other word goes to the slow paths (which, in the
  * eventually fair mode, also take a free mutex that others wait for).
  */
-#define SB_MUTEX_STATE_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
+#define SB_MUTEX_STATE_LOCKED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 
 #define SB_MUTEX_INIT { SB_WAITQ_INIT(0), 0, 0 }
 #define SB_MUTEX_INIT_FIFO { SB_WAITQ_INIT(0), SB_MUTEX_FIFO, 0 }

@@ -65,12 +65,12 @@ typedef struct sb_semaphore {
  * and the count is high enough, and released lock-free when neither HELD nor
  * NONEMPTY is set (src/semaphore.c has the rest of the design).
  */
-#define SB_SEMAPHORE_STATE_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
+#define SB_SEMAPHORE_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 #define SB_SEMAPHORE_STATE_COUNT_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
-#define SB_SEMAPHORE_STATE_COUNT_ONE ((size_t)1 << SB_SEMAPHORE_STATE_COUNT_SHIFT)
+#define SB_SEMAPHORE_STATE_COUNT_ONE (SB_CAST(size_t, 1) << SB_SEMAPHORE_STATE_COUNT_SHIFT)
 
 /* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
-#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(((size_t)(n)) << (SB_WAITQ_STATE_SHIFT + 1)) }
+#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, n) << (SB_WAITQ_STATE_SHIFT + 1)) }
 
 /*
  * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is

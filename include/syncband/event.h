@@ -94,8 +94,9 @@ typedef struct sb_auto_event_wait {
 } sb_auto_event_wait;
 
 /* Static initialisers: `set` is 0 or 1. */
-#define SB_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
-#define SB_AUTO_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
+#define SB_EVENT_INIT(set) { SB_WAITQ_INIT((set) ? SB_EVENT_STATE_SET : SB_CAST(size_t, 0)) }
+#define SB_AUTO_EVENT_INIT(set) \
+	{ SB_WAITQ_INIT((set) ? SB_AUTO_EVENT_STATE_SIGNALED : SB_CAST(size_t, 0)) }
 
 /* The out-of-line rest of the inline functions below (see future.h). */
 SB_API void sb_event_set_slow(sb_event *e);

@@ -129,7 +129,7 @@ public:
 		for (size_t i = 0; i < BUCKETS; i++) {
 			seen += counts_[i];
 			if (seen >= rank)
-				return upper_edge(i) < max_ ? upper_edge(i) : max_;
+				return i + 1 < BUCKETS && upper_edge(i) < max_ ? upper_edge(i) : max_;
 		}
 		return max_;
 	}

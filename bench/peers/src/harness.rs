@@ -189,7 +189,12 @@ impl WaitHistogram {
         for (i, c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                return Self::upper_edge(i).min(self.max);
+                // The last bucket has no upper edge: its values end at max.
+                return if i + 1 < BUCKETS {
+                    Self::upper_edge(i).min(self.max)
+                } else {
+                    self.max
+                };
             }
         }
         self.max
@@ -249,3 +254,29 @@ impl Meter {
 /// meter, and returns how many units (rounds, or operations for contention
 /// rows) the measured time is divided by.
 pub type BatchFn = fn(&Params, &mut Meter) -> u64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_within_a_thirty_second_above_the_true_value_and_max_is_exact() {
+        let mut h = WaitHistogram::new();
+        let mut values: Vec<u64> = (0..100_000u64)
+            .map(|i| (i * 2_654_435_761) % (1 << 36))
+            .collect();
+        for &v in &values {
+            h.counts[WaitHistogram::bucket(v)] += 1;
+            h.max = h.max.max(v);
+        }
+        values.sort_unstable();
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let truth = values[(q * values.len() as f64).ceil() as usize - 1];
+            let got = h.percentile(q);
+            assert!(got >= truth && got <= truth + truth / 32, "q={q}: {got} vs {truth}");
+        }
+        assert_eq!(h.percentile(1.0), *values.last().unwrap());
+        assert_eq!(h.max(), *values.last().unwrap());
+        assert_eq!(h.count(), values.len() as u64);
+    }
+}

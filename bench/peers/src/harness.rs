@@ -273,7 +273,10 @@ mod tests {
         for q in [0.5, 0.9, 0.99, 0.999] {
             let truth = values[(q * values.len() as f64).ceil() as usize - 1];
             let got = h.percentile(q);
-            assert!(got >= truth && got <= truth + truth / 32, "q={q}: {got} vs {truth}");
+            assert!(
+                got >= truth && got <= truth + truth / 32,
+                "q={q}: {got} vs {truth}"
+            );
         }
         assert_eq!(h.percentile(1.0), *values.last().unwrap());
         assert_eq!(h.max(), *values.last().unwrap());

@@ -30,10 +30,20 @@ it after the timed repetitions (--no-instructions skips it).
 its targets; --functions adds, per pair, each function's instructions per
 round (callgrind_annotate's self cost, differenced the same way).
 
+Contention rows (contention/*-N-threads): the binaries list them at 2
+threads; they run at every N of CONTENTION_THREADS (2, 4, 8, 16), with the
+rounds of contention_rounds().  Besides the timed batch, every repetition
+runs each contention pair once more with --waits: one batch in which every
+acquire is timed (from the lock/acquire call, or the future's first poll,
+until it holds), which prints a WAITS line with the p50, p99 and maximum
+wait.  The table shows the median of the runs' p50 and p99 and the largest
+maximum; that batch's own time (slowed by the clock reads) is not used.
+
 --quick: 3 repetitions of 1/100 of the rounds.  --smoke: every pair once
-with 10 rounds, and the instruction count of every single-thread pair with
-R = 1000; exits non-zero unless every pair printed its RESULT line and every
-count came back.  Writes OUT/results.json and OUT/results.svg (not in
+with 10 rounds (and its waits run, for the contention pairs), and the
+instruction count of every single-thread pair with R = 1000; exits non-zero
+unless every pair printed its RESULT line, every contention pair its WAITS
+line, and every count came back.  Writes OUT/results.json and OUT/results.svg (not in
 --smoke mode; --instructions writes OUT/instructions.json).
 """
 
@@ -76,7 +86,13 @@ SCENARIO_ORDER = [
     "executor/channels",
     "executor/queued-handoff",
     "contention/mutex-2-threads",
+    "contention/mutex-4-threads",
+    "contention/mutex-8-threads",
+    "contention/mutex-16-threads",
     "contention/semaphore-2-threads",
+    "contention/semaphore-4-threads",
+    "contention/semaphore-8-threads",
+    "contention/semaphore-16-threads",
     "notify/fan-out-10",
     "notify/fan-out-100",
     "notify/fan-out-500",
@@ -95,8 +111,66 @@ BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std")
 EXECUTOR_PEERS = ("tokio-current-thread", "async-executor")
 CONTENTION_PEERS = ("tokio", "async-lock")
 
+# The thread counts of the contention rows: the binaries list each
+# contention/*-N-threads row at the first; run.py runs it at every one.
+# Above 2 the rows are oversubscribed on the 2-core machine.
+CONTENTION_THREADS = (2, 4, 8, 16)
+THREADS_RE = re.compile(r"^(.*)-([0-9]+)-threads$")
+
+# A strict-FIFO mutex row (impl "...-fifo") convoys once its threads
+# outnumber the cores: every unlock hands the mutex to a waiter whose thread
+# may not be running, and everyone queues behind it (9-18 us an operation on
+# the 2-core machine, 500-1000 x the other rows).  Above 2 threads those rows
+# run 1/50 of the rounds, so that one batch stays near 0.25 s at worst
+# instead of 10-20 s.
+FIFO_OVERSUBSCRIBED_DIVISOR = 50
+
+
+def contention_rounds(base, threads, impl):
+    """Rounds per task (per thread / 64) of a contention pair: the row's
+    count at 2 threads x 2/N, so that a batch does the same N x 64 x R
+    operations at every N (1.28 million by default); strict-FIFO mutex rows
+    above 2 threads a 50th of that."""
+    rounds = max(1, base * CONTENTION_THREADS[0] // threads)
+    if impl.endswith("-fifo") and threads > CONTENTION_THREADS[0]:
+        rounds = max(1, rounds // FIFO_OVERSUBSCRIBED_DIVISOR)
+    return rounds
+
+
+def read_fairness_bound():
+    """SB_MUTEX_FAIRNESS_BOUND_NS from include/syncband/mutex.h."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                          "include", "syncband", "mutex.h")
+    try:
+        with open(header) as f:
+            m = re.search(r"^#define SB_MUTEX_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
+    except OSError as e:
+        sys.exit("run.py: cannot read the fairness bound: %s" % e)
+    if not m:
+        sys.exit("run.py: no SB_MUTEX_FAIRNESS_BOUND_NS in %s" % header)
+    return int(m.group(1))
+
+
+# The eventually fair mutex's wait target, on its contention rows at every
+# N: max acquire wait <= 2 x SB_MUTEX_FAIRNESS_BOUND_NS + one critical
+# section.  A critical section here (an increment, and the clock read that
+# ends the wait) is well under a microsecond; the allowance of 0.1 ms on top
+# covers the wake-up of the waiter that the mutex is handed to.
+FAIRNESS_BOUND_NS = read_fairness_bound()
+FAIRNESS_ALLOWANCE_NS = 100_000
+FAIR_WAIT_LIMIT_NS = 2 * FAIRNESS_BOUND_NS + FAIRNESS_ALLOWANCE_NS
+FAIR_MUTEX_SCENARIO_RE = re.compile(r"^contention/mutex-[0-9]+-threads$")
+
+
+def is_strict_fifo(impl):
+    return impl.endswith("-fifo")
+
+
 # BENCHMARKS.md's targets: syncband's median <= factor x the reference's
-# median.  The reference is one impl, or the fastest of several.
+# median.  The reference is one impl, or the fastest of several.  A target
+# applies to the syncband rows named by its third element, or, without
+# one, to every syncband row but the strict-FIFO ones ("-fifo": the mutex's
+# old handoff, kept by request; they are measured, not targeted).
 TARGETS = {
     "semaphore/pending-handoff": [(0.40, ("tokio",))],
     "semaphore/reused-handoff": [(0.50, ("tokio",))],
@@ -110,6 +184,8 @@ TARGETS = {
     "executor/channels": [(0.70, EXECUTOR_PEERS)],
     "executor/queued-handoff": [(0.50, ("tokio-current-thread",))],
     "contention/mutex-2-threads": [(1.00, ("pthread",))],
+    "contention/mutex-8-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
+    "contention/mutex-16-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
     "contention/semaphore-2-threads": [(1.00, CONTENTION_PEERS)],
 }
 
@@ -132,6 +208,8 @@ def instruction_targets(scenario):
 RESULT_RE = re.compile(
     r"^RESULT (\S+) (\S+) ([0-9]+\.[0-9]{3}) allocs_per_round=([0-9]+(?:\.[0-9]{1,3})?)$")
 BATCH_RE = re.compile(r"^BATCH (\S+) (\S+) ([0-9]+\.[0-9]{3})$")
+WAITS_RE = re.compile(
+    r"^WAITS (\S+) (\S+) p50_ns=([0-9]+) p99_ns=([0-9]+) max_ns=([0-9]+) acquires=([0-9]+)$")
 
 QUICK_REPEAT = 3
 SMOKE_ROUNDS = 10
@@ -153,13 +231,16 @@ def is_syncband(impl):
 
 
 class Pair:
-    def __init__(self, scenario, impl, cmd, rounds, side):
+    def __init__(self, scenario, impl, cmd, rounds, side, threads=None):
         self.scenario = scenario
         self.impl = impl
         self.cmd = cmd          # argv prefix; "<scenario> <impl> --batches 1 ..." follow
         self.rounds = rounds    # default rounds, when the binary told us
         self.side = side        # "c" or "peers"
+        self.threads = threads  # N of a contention row, else None
+        self.rounds_run = None  # the rounds it ran with, when given explicitly
         self.samples = []       # ns per round, one per timed batch
+        self.waits = []         # {p50_ns, p99_ns, max_ns, acquires}, one per --waits run
         self.allocs = []        # allocs_per_round, one per invocation
         self.errors = []
         self.instructions = None  # per round, under callgrind
@@ -180,6 +261,14 @@ class Pair:
         }
         if self.instructions is not None:
             s["instructions"] = self.instructions
+        if self.waits:
+            s["waits"] = {
+                "p50_ns": statistics.median(w["p50_ns"] for w in self.waits),
+                "p99_ns": statistics.median(w["p99_ns"] for w in self.waits),
+                # The worst seen: one long wait in any run shows.
+                "max_ns": max(w["max_ns"] for w in self.waits),
+                "runs": self.waits,
+            }
         return s
 
 
@@ -227,6 +316,7 @@ def discover(bin_dir, peers):
         f = line.split()
         if len(f) == 2:
             pairs.append(Pair(f[0], f[1], [peers, "run"], None, "peers"))
+    pairs = expand_threads(pairs)
     out, err = run_cmd([peers, "unsupported"], 60)
     if err:
         sys.exit("run.py: %s unsupported: %s" % (peers, err))
@@ -238,17 +328,39 @@ def discover(bin_dir, peers):
     return pairs, unsupported
 
 
+def expand_threads(pairs):
+    """Each contention pair (listed at one N) at every N of CONTENTION_THREADS."""
+    out = []
+    for p in pairs:
+        m = THREADS_RE.match(p.scenario)
+        if not m:
+            out.append(p)
+            continue
+        for n in CONTENTION_THREADS:
+            out.append(Pair("%s-%d-threads" % (m.group(1), n), p.impl, p.cmd, p.rounds, p.side,
+                            threads=n))
+    return out
+
+
 def scenario_key(name, seen):
     return (SCENARIO_ORDER.index(name), 0) if name in SCENARIO_ORDER else (len(SCENARIO_ORDER),
                                                                             seen.index(name))
+
+
+# syncband's other rows in this order (the executor rows, then the threads;
+# each mode before its strict-FIFO twin); any not listed follow.
+SYNCBAND_ROW_ORDER = ("syncband-pinned", "syncband-fifo", "syncband-blocking",
+                      "syncband-blocking-fifo")
 
 
 def impl_order(impl):
     # syncband first, then its other rows, the C baselines, then the peers.
     if impl == "syncband":
         return (0, impl)
+    if impl in SYNCBAND_ROW_ORDER:
+        return (1, SYNCBAND_ROW_ORDER.index(impl), impl)
     if is_syncband(impl):
-        return (1, impl)
+        return (1, len(SYNCBAND_ROW_ORDER), impl)
     if impl in ("pthread", "sem_t", "c-atomic"):
         return (2, impl)
     return (3, impl)
@@ -258,6 +370,7 @@ def run_pair(pair, rounds, timeout):
     argv = pair.cmd + [pair.scenario, pair.impl, "--batches", "1"]
     if rounds:
         argv += ["--rounds", str(rounds)]
+        pair.rounds_run = rounds
     out, err = run_cmd(argv, timeout)
     if err:
         pair.errors.append(err)
@@ -276,6 +389,30 @@ def run_pair(pair, rounds, timeout):
         pair.errors.append("no well-formed RESULT line in: %r" % out[-300:])
         return False
     return True
+
+
+def run_waits(pair, rounds, timeout):
+    """One --waits run of a contention pair: appends its WAITS line's values."""
+    argv = pair.cmd + [pair.scenario, pair.impl, "--waits"]
+    if rounds:
+        argv += ["--rounds", str(rounds)]
+    out, err = run_cmd(argv, timeout)
+    if err:
+        pair.errors.append("--waits: " + err)
+        return False
+    for line in out.splitlines():
+        m = WAITS_RE.match(line)
+        if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
+            pair.waits.append({"p50_ns": int(m.group(3)), "p99_ns": int(m.group(4)),
+                               "max_ns": int(m.group(5)), "acquires": int(m.group(6))})
+            return True
+    pair.errors.append("--waits: no well-formed WAITS line in: %r" % out[-300:])
+    return False
+
+
+def fmt_waits(w):
+    """'30.0 ns / 1.2 us / 10.1 ms' (p50 / p99 / max)."""
+    return "%s / %s / %s" % (fmt_ns(w["p50_ns"]), fmt_ns(w["p99_ns"]), fmt_ns(w["max_ns"]))
 
 
 # ------------------------------------------------------------ instructions
@@ -417,7 +554,11 @@ def evaluate_targets(scenario, base_impl, by_impl):
     sb = by_impl.get(base_impl)
     if not sb or "median" not in sb:
         return verdicts
-    for factor, refs in TARGETS.get(scenario, []):
+    for target in TARGETS.get(scenario, []):
+        factor, refs = target[0], target[1]
+        rows = target[2] if len(target) > 2 else None
+        if (base_impl not in rows) if rows else is_strict_fifo(base_impl):
+            continue
         ref_rows = [(impl, by_impl[impl]["median"]) for impl in refs
                     if impl in by_impl and "median" in by_impl[impl]]
         label = "%.2fx %s" % (factor, "/".join(refs) if len(refs) == 1 else
@@ -438,6 +579,19 @@ def evaluate_targets(scenario, base_impl, by_impl):
         verdicts.append({"target": "0 allocations", "status": "pass" if ok else "MISS",
                          "ratio": None,
                          "text": "0 allocs: %s" % ("pass" if ok else "MISS")})
+    if FAIR_MUTEX_SCENARIO_RE.match(scenario) and not is_strict_fifo(base_impl):
+        label = "max wait %s" % fmt_ns(FAIR_WAIT_LIMIT_NS)
+        if "waits" not in sb:
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "max wait <=%s: not measured" % fmt_ns(FAIR_WAIT_LIMIT_NS)})
+        else:
+            worst = sb["waits"]["max_ns"]
+            ok = worst <= FAIR_WAIT_LIMIT_NS
+            verdicts.append({"target": label, "status": "pass" if ok else "MISS",
+                             "ratio": worst / FAIR_WAIT_LIMIT_NS,
+                             "text": "max wait <=%s: %s %s" % (fmt_ns(FAIR_WAIT_LIMIT_NS),
+                                                               fmt_ns(worst),
+                                                               "pass" if ok else "MISS")})
     return verdicts
 
 
@@ -494,6 +648,10 @@ def summarize(pairs, unsupported, scenarios):
         for p in rows:
             s = stats[p.impl]
             e = {"impl": p.impl, "side": p.side, "samples": p.samples, "errors": p.errors}
+            if p.threads is not None:
+                e["threads"] = p.threads
+            if p.rounds_run is not None:
+                e["rounds"] = p.rounds_run
             if s:
                 e.update(s)
                 if "median" in s:
@@ -520,7 +678,7 @@ def summarize(pairs, unsupported, scenarios):
 
 def print_table(report):
     head = ("scenario", "impl", "rank", "ratio", "median/round", "min-max", "instr/round",
-            "allocs/round", "target (syncband vs reference, medians)")
+            "allocs/round", "wait p50 / p99 / max", "target (syncband vs reference, medians)")
     lines = []
     for sc in report:
         first = True
@@ -528,21 +686,22 @@ def print_table(report):
             name = sc["scenario"] if first else ""
             first = False
             if "unsupported" in e:
-                lines.append((name, e["impl"], "-", "-", "unsupported", "", "", "",
+                lines.append((name, e["impl"], "-", "-", "unsupported", "", "", "", "",
                               "(see below)"))
             elif "median" not in e:
                 lines.append((name, e["impl"], "-", "-", "FAILED", "",
-                              fmt_instr(e.get("instructions")), "",
+                              fmt_instr(e.get("instructions")), "", "",
                               "; ".join(dict.fromkeys(e["errors"]))[:80]))
             else:
                 ratio = fmt_ratio(e["ratio"])
                 tgt = " | ".join(t["text"] for t in e.get("targets", []))
                 instr = (fmt_instr(e.get("instructions"))
                          if sc["scenario"] in SINGLE_THREAD_SCENARIOS else "")
+                waits = fmt_waits(e["waits"]) if "waits" in e else ""
                 lines.append((name, e["impl"], str(e["rank"]), ratio, fmt_ns(e["median"]),
                               "%s - %s" % (fmt_ns(e["min"]), fmt_ns(e["max"])), instr,
-                              fmt_allocs(e["allocs"]), tgt))
-    print_columns(head, lines, {2, 3, 4, 6, 7})
+                              fmt_allocs(e["allocs"]), waits, tgt))
+    print_columns(head, lines, {2, 3, 4, 6, 7, 8})
 
 
 def print_instruction_table(report, functions):
@@ -744,6 +903,32 @@ INSTRUCTIONS_METHOD = (
     "instr_rounds")
 
 
+def print_waits_lines(report):
+    """The machine-readable line of each contention row's waits (p50 and
+    p99: medians over the --waits runs; max: the largest)."""
+    for sc in report:
+        for e in sc["rows"]:
+            w = e.get("waits")
+            if w:
+                print("WAITS %s %s p50_ns=%d p99_ns=%d max_ns=%d runs=%d"
+                      % (sc["scenario"], e["impl"], w["p50_ns"], w["p99_ns"], w["max_ns"],
+                         len(w["runs"])))
+
+
+CONTENTION_METHOD = {
+    "threads": list(CONTENTION_THREADS),
+    "rounds": "the row's rounds at 2 threads x 2/N (the same operations per batch at every N); "
+              "strict-FIFO mutex rows (-fifo) above 2 threads: 1/%d of that; each row's "
+              "\"rounds\" is what it ran" % FIFO_OVERSUBSCRIBED_DIVISOR,
+    "waits": "one --waits run per contention pair and repetition: every acquire timed with "
+             "CLOCK_MONOTONIC from the lock/acquire call (or the future's first poll) until it "
+             "holds, into preallocated histograms (percentiles to within 1/32 above); "
+             "p50_ns/p99_ns: medians over the runs, max_ns: the largest",
+    "fairness_bound_ns": FAIRNESS_BOUND_NS,
+    "fair_wait_limit_ns": FAIR_WAIT_LIMIT_NS,
+}
+
+
 def print_instruction_lines(report):
     """The machine-readable line of each instruction count."""
     for sc in report:
@@ -857,6 +1042,12 @@ def main():
     def rounds_for(p):
         if args.smoke:
             return SMOKE_ROUNDS
+        if p.threads is not None:
+            base = syncband_rounds.get(p.scenario) or p.rounds
+            if not base:
+                sys.exit("run.py: no default rounds for %s" % p.scenario)
+            r = contention_rounds(base, p.threads, p.impl)
+            return max(1, r // 100) if args.quick else r
         if args.quick:
             r = p.rounds or syncband_rounds.get(p.scenario)
             return max(1, r // 100) if r else None
@@ -888,6 +1079,16 @@ def main():
                 ok = run_pair(p, rounds_for(p), timeout)
                 progress.append("%s %s" % (p.impl, fmt_ns(p.samples[-1]) if ok else "FAILED"))
             log("[%d/%d] %-36s %s" % (rep + 1, repeat, sc, "  ".join(progress)))
+            # The waits runs, after the timed ones, in the same order.
+            waited = []
+            for p in order:
+                if p.threads is None:
+                    continue
+                ok = run_waits(p, rounds_for(p), timeout)
+                waited.append("%s %s" % (p.impl, fmt_ns(p.waits[-1]["max_ns"]) if ok
+                                         else "FAILED"))
+            if waited:
+                log("[%d/%d] %-36s max wait: %s" % (rep + 1, repeat, sc, "  ".join(waited)))
 
     # After the timed repetitions, so that callgrind never runs beside them.
     if count_instructions:
@@ -903,12 +1104,16 @@ def main():
             if st:
                 print("RESULT %s %s %s allocs_per_round=%s" % (
                     p.scenario, p.impl, fmt_result_ns(st["median"]), fmt_allocs(st["allocs"])))
+        print_waits_lines(report)
         print_instruction_lines(report)
         for p in failed:
             print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)))
-        print("bench smoke: %d of %d pairs printed their RESULT line, %d of %d single-thread "
-              "pairs their instruction count (%.0f s)"
-              % (len(pairs) - len(failed), len(pairs),
+        contention = [p for p in pairs if p.threads is not None]
+        print("bench smoke: %d of %d pairs printed their RESULT line, %d of %d contention "
+              "pairs their WAITS line, %d of %d single-thread pairs their instruction count "
+              "(%.0f s)"
+              % (sum(bool(p.samples) for p in pairs), len(pairs),
+                 sum(bool(p.waits) for p in contention), len(contention),
                  sum(p.instructions is not None for p in instruction_pairs(pairs)),
                  len(instruction_pairs(pairs)), elapsed))
         return 1 if failed else 0
@@ -936,6 +1141,7 @@ def main():
                 print("RESULT %s %s %s allocs_per_round=%s" % (
                     sc["scenario"], e["impl"], fmt_result_ns(e["median"]),
                     fmt_allocs(e["allocs"])))
+    print_waits_lines(report)
     print_instruction_lines(report)
 
     verdicts = [t for sc in report for e in sc["rows"] for t in e.get("targets", [])]
@@ -949,6 +1155,7 @@ def main():
         "wall_seconds": round(elapsed, 1),
         "targets": {"pass": passed, "miss": missed},
         "instructions": INSTRUCTIONS_METHOD if count_instructions else None,
+        "contention": CONTENTION_METHOD,
         "scenarios": report,
     }
     json_path = os.path.join(args.out, "results.json")

@@ -6,7 +6,8 @@
 //! ```text
 //! peers list                     supported pairs, one `<scenario> <impl>` a line
 //! peers unsupported              `UNSUPPORTED <scenario> <impl> <reason>` lines
-//! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K] [--once]
+//! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+//!           [--once | --waits]
 //! peers run-all [--quick]
 //! ```
 //!
@@ -14,6 +15,11 @@
 //! allocations and is timed), so that two runs of R and 2R rounds differ by
 //! R rounds and nothing else (the instruction counts of bench/run.py, under
 //! callgrind).
+//!
+//! `--waits` (contention rows): exactly one batch of R rounds, no warm-up,
+//! in which every acquire is timed; prints only
+//! `WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>`
+//! (that batch's time is not reported: the clock reads slow it down).
 
 mod alloc_count;
 mod contention;
@@ -25,7 +31,7 @@ mod registry;
 
 use std::process::ExitCode;
 
-use harness::{Meter, Params};
+use harness::{Meter, Params, WaitHistogram};
 use registry::{Row, Support};
 
 #[global_allocator]
@@ -40,7 +46,8 @@ const DEFAULT_PERMITS: usize = 5;
 const USAGE: &str = "\
 usage: peers list
        peers unsupported
-       peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K] [--once]
+       peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+                 [--once | --waits]
        peers run-all [--quick]";
 
 /// Options of `run`.
@@ -51,6 +58,8 @@ struct RunOptions {
     permits: usize,
     /// One batch, no warm-up.
     once: bool,
+    /// One batch, no warm-up, every acquire timed.
+    waits: bool,
 }
 
 fn parse_number<T: std::str::FromStr>(flag: &str, value: Option<&String>) -> Result<T, String> {
@@ -67,6 +76,7 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
         threads: None,
         permits: DEFAULT_PERMITS,
         once: false,
+        waits: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -76,11 +86,15 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
             "--threads" => opts.threads = Some(parse_number(flag, it.next())?),
             "--permits" => opts.permits = parse_number(flag, it.next())?,
             "--once" => opts.once = true,
+            "--waits" => opts.waits = true,
             other => return Err(format!("unknown option: {other}")),
         }
     }
     if opts.batches == 0 || opts.rounds == Some(0) || opts.threads == Some(0) || opts.permits == 0 {
         return Err("--batches, --rounds, --threads and --permits must be at least 1".into());
+    }
+    if opts.once && opts.waits {
+        return Err("--once and --waits exclude each other".into());
     }
     Ok(opts)
 }
@@ -149,6 +163,30 @@ fn run_once(row: &Row, batch: harness::BatchFn, params: &Params) {
     );
 }
 
+/// `--waits`: one batch, no warm-up, every acquire timed; prints the WAITS line.
+fn run_waits(row: &Row, batch: harness::BatchFn, params: &Params) -> Result<(), String> {
+    let name = row.name(params.threads);
+    let mut meter = Meter::default();
+    meter.waits = Some(WaitHistogram::new());
+    batch(params, &mut meter);
+    let waits = meter
+        .waits
+        .take()
+        .expect("the histogram stays in the meter");
+    if waits.count() == 0 {
+        return Err(format!("{name} {} does not time its acquires", row.imp));
+    }
+    println!(
+        "WAITS {name} {} p50_ns={} p99_ns={} max_ns={} acquires={}",
+        row.imp,
+        waits.percentile(0.50),
+        waits.percentile(0.99),
+        waits.max(),
+        waits.count()
+    );
+    Ok(())
+}
+
 fn print_unsupported(row: &Row, threads: usize, why: &str) {
     println!("UNSUPPORTED {} {} {why}", row.name(threads), row.imp);
 }
@@ -188,12 +226,18 @@ fn cmd_run(rows: &[Row], args: &[String]) -> Result<(), String> {
             "--threads applies only to contention rows, not {scenario}"
         ));
     }
+    if opts.waits && !row.has_threads() {
+        return Err(format!(
+            "--waits applies only to contention rows, not {scenario}"
+        ));
+    }
     let params = Params {
         rounds: opts.rounds.unwrap_or(row.rounds),
         threads,
         permits: opts.permits,
     };
     match row.support {
+        Support::Run(batch) if opts.waits => run_waits(row, batch, &params)?,
         Support::Run(batch) if opts.once => run_once(row, batch, &params),
         Support::Run(batch) => run_pair(row, batch, &params, opts.batches),
         Support::Unsupported(why) => print_unsupported(row, threads, why),

@@ -57,7 +57,8 @@
  * (mutex_retry): it takes the queue lock, with LOCKED too if the
  * mutex is free, and leaves the queue holding it; or it re-arms at the
  * front, with a new clone of its waker, noting when it first lost
- * (sb_mutex_lock.lost_since).
+ * (sb_mutex_lock.lost_since), as an unlock does for a head still woken from
+ * the unlock before it (a barger passed it before it could try).
  *
  * Starvation: an unlock whose head lost its first race more than
  * SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to the head as in FIFO mode
@@ -140,10 +141,17 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 {
 	if (mutex_is_fifo(m))
 		return true;
-	uint64_t lost = SB_CONTAINER_OF(head, sb_mutex_lock, waiter)->lost_since;
-	if (!m->handoff_since && !lost)
+	sb_mutex_lock *f = SB_CONTAINER_OF(head, sb_mutex_lock, waiter);
+	/* A head still woken at this unlock was passed by the barger now
+	 * unlocking before it could try: it lost then, even if it is never
+	 * polled (its thread busy running that barger). */
+	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN && !f->lost_since;
+	if (!m->handoff_since && !f->lost_since && !passed)
 		return false; /* the common case: no clock read */
 	uint64_t now = sb__clock_now_ns();
+	if (passed)
+		f->lost_since = now ? now : 1;
+	uint64_t lost = f->lost_since;
 	if (m->handoff_since) {
 		/* In a phase: hand off, and end the phase once it has lasted a
 		 * bound (unsigned arithmetic: the stamps wrap every 4.3 s). */

@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include <syncband/blocking.h>
+
 #include "cpu.h"
 #include "futex.h"
 
@@ -111,18 +113,11 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
 static bool park_until_woken(sb_parker *p, uint64_t deadline)
 {
 	/* No spinning for a wait that has already run out (a timeout of 0). */
-	int spins = deadline != UINT64_MAX && now_ns() >= deadline ? 0 : PARK_SPINS;
+	int spins = deadline != UINT64_MAX && sb_now_ns() >= deadline ? 0 : PARK_SPINS;
 	for (int i = 0;; i++) {
 		/* acquire: pairs with the waker's release. */
 		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
@@ -136,11 +131,11 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline)
 			park_sleep(p, v, NULL);
 			continue;
 		}
-		uint64_t now = now_ns();
+		uint64_t now = sb_now_ns();
 		if (now >= deadline)
 			return false;
 		uint64_t left = deadline - now;
-		struct timespec rel = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		struct timespec rel = { (time_t)(left / SB_NSEC_PER_SEC), (long)(left % SB_NSEC_PER_SEC) };
 		park_sleep(p, v, &rel);
 	}
 }
@@ -156,13 +151,13 @@ static void park_wait_for_no_refs(sb_parker *p)
 	}
 }
 
-int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
+int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
 {
 	sb_parker parker = { 0 };
 	const sb_waker waker = { &park_vtable, &parker };
 	uint64_t deadline = UINT64_MAX;
 	if (timeout_ns != SB_TIMEOUT_INFINITE) {
-		uint64_t now = now_ns();
+		uint64_t now = sb_now_ns();
 		deadline = timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + timeout_ns;
 	}
 

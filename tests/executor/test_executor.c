@@ -344,7 +344,7 @@ static void sleep_polled_outside_an_executor_fails_with_eperm(void **state)
 	assert_int_equal(sb_sleep_poll(&s, &noop), 0);
 }
 
-static void cancelled_sleep_leaves_the_timer_list(void **state)
+static void cancelled_sleep_leaves_the_timer_heap(void **state)
 {
 	sb_executor *ex = *state;
 	/* A long sleep cancelled by a timeout that wins: run must not wait for it. */
@@ -814,7 +814,7 @@ int main(void)
 		T(block_on_a_sleep_returns_after_its_deadline),
 		T(sleeps_complete_in_deadline_order),
 		T(sleep_polled_outside_an_executor_fails_with_eperm),
-		T(cancelled_sleep_leaves_the_timer_list),
+		T(cancelled_sleep_leaves_the_timer_heap),
 		T(timeout_returns_the_inner_result_when_it_completes_first),
 		T(timeout_on_a_pending_acquire_completes_with_etimedout),
 		T(timeout_during_a_partial_grant_hands_the_permits_on),

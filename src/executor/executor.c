@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The executor: the loop and its sleep protocol, spawn, and the public
+ * The executor: the loop and its sleep protocol, and the public
  * calls that start, drive, stop and destroy it.  The ring is ring.c's, where
  * tasks go is scheduler.c's.  See internal.h for the lifetime rules.
  */
@@ -133,32 +133,6 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 	sched_loop_end(impl);
 	exec_leave(ex, prev);
 	return rc;
-}
-
-/* ------------------------------------------------------------ spawn */
-
-int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
-{
-	return sb__spawn(ex, t, join, NULL);
-}
-
-int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating)
-{
-	if (!t->poll)
-		return -EINVAL;
-	int rc = sb__task_claim(t, ex, join != NULL, floating != NULL);
-	if (rc)
-		return rc;
-	rc = sb__sched_spawn(ex, t, floating);
-	if (rc) {
-		sb__task_unclaim(t);
-		return rc;
-	}
-	if (join) {
-		join->task = t;
-		join->status = SB_PENDING;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ public */

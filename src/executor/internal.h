@@ -5,10 +5,11 @@
  * The modules, each calling only those below it (no cycles):
  *
  *   group.c      executor groups: threads, the floating tasks' shutdown
- *   executor.c   the loop, its sleep protocol, spawn, init / destroy
- *   timer.c      sleeps on the timer heap (timer_heap.h), sb_timeout
+ *   executor.c   the loop, its sleep protocol, init / run / stop / destroy
  *   futures.c    yield, the ready-made ops, sb_join_wait
- *   task.c       the task state machine, its waker, the join future
+ *   timer.c      sleeps on the timer heap (timer_heap.h), sb_timeout
+ *   task.c       the task state machine (spawn, wake, run, complete,
+ *                cancel), its waker, the join future
  *   scheduler.c  where a task goes: every placement decision (scheduler.h)
  *   ring.c       the io_uring: setup, doorbells, the kernel timeout, CQEs
  *   queue.h      the run queue and task lists, for all of the above
@@ -201,14 +202,13 @@ void sb__ring_enter(struct sb_executor_impl *impl);
 /* task.c: the state machine */
 extern const sb_waker_vtable sb__task_waker_vtable;
 void sb__task_unref(sb_task *t, uint64_t n);
-int sb__task_claim(sb_task *t, sb_executor *ex, bool join, bool floating);
-void sb__task_unclaim(sb_task *t);
 void sb__task_run(sb_executor *ex, sb_task *t);
 bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued);
+/* sb_spawn, or a floating spawn for group `floating` (non-NULL) */
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating);
 
 /* executor.c */
 int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root);
-int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating);
 
 /* timer.c */
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now);

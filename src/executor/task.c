@@ -246,7 +246,7 @@ bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued)
  * with the list's, the queue's and (with `join`) the join's references.
  * -EBUSY while an earlier spawn still references it.
  */
-int sb__task_claim(sb_task *t, sb_executor *ex, bool join, bool floating)
+static int task_claim(sb_task *t, sb_executor *ex, bool join, bool floating)
 {
 	uint64_t initial = T_SCHEDULED | (join ? 3 : 2) * T_REF_ONE; /* list, queue, join */
 	if (floating)
@@ -267,10 +267,34 @@ int sb__task_claim(sb_task *t, sb_executor *ex, bool join, bool floating)
 }
 
 /* The spawn was refused: the task is unreferenced again. */
-void sb__task_unclaim(sb_task *t)
+static void task_unclaim(sb_task *t)
 {
 	/* release: our writes to the task come before a later spawn's acquire. */
 	atomic_store_explicit(&t->state, 0, memory_order_release);
+}
+
+int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
+{
+	return sb__spawn(ex, t, join, NULL);
+}
+
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating)
+{
+	if (!t->poll)
+		return -EINVAL;
+	int rc = task_claim(t, ex, join != NULL, floating != NULL);
+	if (rc)
+		return rc;
+	rc = sb__sched_spawn(ex, t, floating);
+	if (rc) {
+		task_unclaim(t);
+		return rc;
+	}
+	if (join) {
+		join->task = t;
+		join->status = SB_PENDING;
+	}
+	return 0;
 }
 
 /* The task is done (T_DONE seen with acquire): the join takes its result. */

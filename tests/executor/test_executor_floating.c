@@ -38,47 +38,10 @@
 #include "exec_support.h"
 #include "watchdog.h"
 
-#define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC) /* bounds every wait, timers included */
-#define MAX_THREADS 4
-
-/* ------------------------------------------------------------ group view */
-
-/* A group and its executors, for finding which thread a task ran on. */
-typedef struct group_view {
-	sb_executor_group g;
-	size_t n;
-	sb_executor *ex[MAX_THREADS];
-} group_view;
-
+/* Starts the group under test (its executors in v->ex). */
 static void view_init(group_view *v, size_t n)
 {
-	assert_true(n <= MAX_THREADS);
-	assert_int_equal(sb_executor_group_init(&v->g, n, &suite_cfg), 0);
-	v->n = n;
-	for (size_t i = 0; i < n; i++) {
-		v->ex[i] = sb_executor_group_executor(&v->g, i);
-		assert_non_null(v->ex[i]);
-	}
-}
-
-/* The index of `ex` in the group, or SIZE_MAX for NULL or a stranger. */
-static size_t view_index(const group_view *v, const sb_executor *ex)
-{
-	for (size_t i = 0; i < v->n; i++)
-		if (ex && v->ex[i] == ex)
-			return i;
-	return SIZE_MAX;
-}
-
-/*
- * Waits until nothing references `t` any more: a wake's drop may still be on
- * its way on an executor thread after a join completed.  A condition, not a
- * pause: the watchdog bounds it.
- */
-static void wait_released(const sb_task *t)
-{
-	while (!sb_task_is_released(t))
-		sched_yield();
+	assert_int_equal(group_view_start(v, n, &suite_cfg), 0);
 }
 
 /* ------------------------------------------------------------ relay */
@@ -642,88 +605,51 @@ struct shutdown_scene {
 enum { HOLDER, SPINNER, FINISHER };
 
 /*
- * HOLDER: takes a permit of `sem`, then waits on `gate` forever, each wait
- * under a timeout when `timed` (so a timer is armed).  SPINNER: yields
- * forever (always queued or running).  FINISHER: returns at once.
+ * HOLDER: a holder task (exec_support.h) on `sem` and `gate`, its waits
+ * under timeouts when `timed` (so a timer is armed).  SPINNER: yields
+ * forever (always queued or running).  FINISHER: returns at once.  Every
+ * kind that waits releases `started` once.
  */
 typedef struct shut_task {
-	sb_task task;
-	struct shutdown_scene *sc;
+	holder_task h; /* its task is this task */
 	int kind;
-	int timed;
-	int stage;
-	int signalled;
-	sb_semaphore_acquire acq;
-	sb_timeout timeout;
 	sb_yield y;
+	pthread_t caller;
 	atomic_int cancels;
 	atomic_int cancels_on_caller;
 } shut_task;
 
-static int shut_wait(shut_task *st, sb_semaphore *s, bool fresh, const sb_waker *w)
-{
-	if (fresh) {
-		sb_semaphore_acquire_init(&st->acq, s, 1);
-		if (st->timed)
-			sb_timeout_init(&st->timeout, &st->acq, &sb_semaphore_acquire_ops,
-					BLOCKING_WAIT);
-	}
-	if (st->timed)
-		return sb_timeout_poll(&st->timeout, w);
-	return sb_semaphore_acquire_poll(&st->acq, w);
-}
-
 static int shut_poll(sb_task *t, const sb_waker *w)
 {
-	shut_task *st = SB_CONTAINER_OF(t, shut_task, task);
-	struct shutdown_scene *sc = st->sc;
-	int r = SB_PENDING;
+	shut_task *st = SB_CONTAINER_OF(t, shut_task, h.task);
 	if (st->kind == FINISHER)
 		return 0;
-	if (st->kind == SPINNER) {
-		sb_yield_init(&st->y);
-		r = sb_yield_poll(&st->y, w);
-	} else if (st->stage <= 1) {
-		r = shut_wait(st, &sc->sem, st->stage == 0, w);
-		st->stage = 1;
-		if (r < 0)
-			return r;
-		if (r == 0) {
-			st->stage = 2;
-			r = shut_wait(st, &sc->gate, true, w);
-			if (r != SB_PENDING) {
-				sb_semaphore_release(&sc->sem, 1);
-				return r < 0 ? r : -EPROTO;
-			}
-		}
-	} else {
-		r = shut_wait(st, &sc->gate, false, w);
-		if (r != SB_PENDING) {
-			sb_semaphore_release(&sc->sem, 1);
-			return r < 0 ? r : -EPROTO;
-		}
-	}
-	if (!st->signalled) {
-		st->signalled = 1;
-		sb_semaphore_release(&sc->started, 1);
-	}
-	return SB_PENDING;
+	if (st->kind == HOLDER)
+		return holder_step(&st->h, w);
+	sb_yield_init(&st->y);
+	int r = sb_yield_poll(&st->y, w);
+	holder_signal_once(&st->h);
+	return r;
 }
 
 static void shut_cancel(sb_task *t)
 {
-	shut_task *st = SB_CONTAINER_OF(t, shut_task, task);
+	shut_task *st = SB_CONTAINER_OF(t, shut_task, h.task);
 	atomic_fetch_add(&st->cancels, 1);
-	if (pthread_equal(pthread_self(), st->sc->caller))
+	if (pthread_equal(pthread_self(), st->caller))
 		atomic_fetch_add(&st->cancels_on_caller, 1);
-	if (st->kind != HOLDER || st->stage == 0)
-		return;
-	if (st->timed)
-		sb_timeout_cancel(&st->timeout);
-	else
-		sb_semaphore_acquire_cancel(&st->acq);
-	if (st->stage == 2)
-		sb_semaphore_release(&st->sc->sem, 1);
+	if (st->kind == HOLDER)
+		holder_cancel_step(&st->h);
+}
+
+static void shut_init(shut_task *st, struct shutdown_scene *sc, int kind, bool timed)
+{
+	memset(st, 0, sizeof *st);
+	holder_init(&st->h, &sc->sem, &sc->gate, &sc->started);
+	sb_task_init(&st->h.task, shut_poll, shut_cancel, NULL);
+	st->h.timed = timed;
+	st->kind = kind;
+	st->caller = sc->caller;
 }
 
 static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
@@ -754,12 +680,10 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 	size_t unfinished = 0;
 	for (int i = 0; i < TASKS; i++) {
 		shut_task *st = &tasks[i];
-		memset(st, 0, sizeof *st);
-		sb_task_init(&st->task, shut_poll, shut_cancel, NULL);
-		st->sc = &sc, st->kind = plan[i].kind, st->timed = plan[i].timed;
+		shut_init(st, &sc, plan[i].kind, plan[i].timed);
 		unfinished += st->kind != FINISHER;
 		size_t where = plan[i].floating ? SB_GROUP_FLOATING : SB_GROUP_ANY;
-		assert_int_equal(sb_executor_group_spawn(&v.g, where, &st->task, &joins[i]), 0);
+		assert_int_equal(sb_executor_group_spawn(&v.g, where, &st->h.task, &joins[i]), 0);
 	}
 	/* Every holder is idle now (K on the gate, the rest queued on `sem`), the
 	 * spinners are queued or running, the finishers are done. */
@@ -781,7 +705,7 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 			/* Floating: on the shutdown caller's thread; pinned: on their own. */
 			assert_int_equal(atomic_load(&st->cancels_on_caller), plan[i].floating);
 		}
-		assert_true(sb_task_is_released(&st->task));
+		assert_true(sb_task_is_released(&st->h.task));
 	}
 	assert_int_equal(sb_semaphore_available(&sc.sem), K);
 	assert_int_equal(sb_semaphore_destroy(&sc.sem), 0);
@@ -789,11 +713,10 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 	assert_int_equal(sb_semaphore_destroy(&sc.started), 0);
 	assert_int_equal(sb_executor_group_shutdown(&v.g, NULL), -ESHUTDOWN);
 	shut_task late;
-	memset(&late, 0, sizeof late);
-	sb_task_init(&late.task, shut_poll, shut_cancel, NULL);
-	assert_int_equal(sb_executor_group_spawn(&v.g, SB_GROUP_FLOATING, &late.task, NULL),
+	shut_init(&late, &sc, HOLDER, false);
+	assert_int_equal(sb_executor_group_spawn(&v.g, SB_GROUP_FLOATING, &late.h.task, NULL),
 			 -ESHUTDOWN);
-	assert_true(sb_task_is_released(&late.task));
+	assert_true(sb_task_is_released(&late.h.task));
 	sb_watchdog_stop(&wd);
 }
 

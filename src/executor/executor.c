@@ -47,7 +47,7 @@ static void exec_leave(sb_executor *ex, sb_executor *prev)
 static bool spin_for_inbox(sb_executor *ex)
 {
 	for (int i = 0; i < INBOX_SPINS; i++) {
-		/* relaxed: a hint; the loop's sb__sched_drain_inbox takes it with acquire. */
+		/* relaxed: a hint; the loop's sched_drain_inbox takes it with acquire. */
 		if (atomic_load_explicit(&ex->inbox, memory_order_relaxed) != NULL)
 			return true;
 		sb_cpu_relax();
@@ -120,8 +120,8 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 	sched_loop_begin(impl, mode);
 	int rc;
 	for (;;) {
-		sb__sched_drain_inbox(ex);
-		sb__ring_reap(ex);
+		sched_drain_inbox(ex);
+		ring_reap(ex);
 		if (timer_heap_min(&impl->timers))
 			sb__timers_fire(impl, sb_now_ns());
 		run_batch(ex);
@@ -255,7 +255,7 @@ static size_t cancel_unfinished(sb_executor *ex)
 {
 	struct sb_executor_impl *impl = ex->impl;
 	size_t n = 0;
-	sb__sched_drain_inbox(ex);
+	sched_drain_inbox(ex);
 	sb_task *t;
 	while ((t = task_queue_pop(&impl->runq)))
 		n += sb__task_cancel(ex, t, true);
@@ -300,7 +300,7 @@ int sb_executor_destroy(sb_executor *ex, size_t *cancelled)
 	size_t n = 0;
 	for (;;) {
 		n += cancel_unfinished(ex);
-		sb__ring_reap(ex);
+		ring_reap(ex);
 		if (nothing_in_flight(ex))
 			break;
 		sched_yield();

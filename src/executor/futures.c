@@ -19,7 +19,7 @@ int sb_yield_poll(sb_yield *y, const sb_waker *w)
 	if (y->yielded)
 		return 0;
 	y->yielded = 1;
-	if (!sb__sched_yield(w))
+	if (!sched_yield_requeues(w))
 		sb_waker_wake_by_ref(w);
 	return SB_PENDING;
 }

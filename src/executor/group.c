@@ -7,7 +7,7 @@
  * thread, is cancelled exactly once and never under a running loop:
  *   1. every loop is stopped, and each thread reports that and waits;
  *   2. the shutting-down thread, while they wait (the mutex orders their
- *      queues and timer lists before us and our changes before them),
+ *      queues and timer heaps before us and our changes before them),
  *      cancels every unfinished floating task: those in run queues and
  *      inboxes, then the idle ones on the group's list, until the list is
  *      empty (a cancel may wake others, which land in inboxes);

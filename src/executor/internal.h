@@ -67,6 +67,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <errno.h>
+
 #include <syncband/executor.h>
 
 #include "queue.h"
@@ -144,7 +146,7 @@ struct sb_executor_impl {
 	struct sb_sched_group *group; /* the group whose thread owns us, or NULL */
 	bool takes_floating;        /* a group loop is live: woken floating tasks may come here */
 	sb_task *current;           /* the task being polled, for timers to pin */
-	sb_waker current_waker;     /* ... and the waker its poll was given */
+	const sb_waker *current_waker; /* ... and the waker its poll was given */
 	bool requeue_current;       /* `current` yielded: requeue it after the poll */
 };
 
@@ -194,10 +196,30 @@ static inline void exec_unref(sb_executor *ex)
 int sb__ring_open(sb_executor *ex, struct sb_executor_impl *impl, const sb_executor_config *cfg);
 void sb__ring_close(sb_executor *ex);
 void sb__ring_doorbell(sb_executor *src, sb_executor *target);
-void sb__ring_reap(sb_executor *ex);
+void sb__ring_reap_ready(sb_executor *ex);
 void sb__ring_arm_eventfd(sb_executor *ex);
 bool sb__ring_arm_timer(struct sb_executor_impl *impl, const sb_sleep *earliest);
 void sb__ring_enter(struct sb_executor_impl *impl);
+
+/*
+ * With DEFER_TASKRUN (or COOP_TASKRUN) some completions wait for us to enter
+ * the kernel; TASKRUN_FLAG makes the kernel say so in sq_flags.  One load.
+ */
+static inline void ring_flush_task_work(struct sb_executor_impl *impl)
+{
+	/* relaxed (IO_URING_READ_ONCE): a hint from the kernel; a stale value
+	 * only delays reaping until the next iteration or sleep. */
+	if (IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+		io_uring_get_events(&impl->ring);
+}
+
+/* Handles every completion that has arrived (ring.c, when there are some). */
+static inline void ring_reap(sb_executor *ex)
+{
+	ring_flush_task_work(ex->impl);
+	if (io_uring_cq_ready(&ex->impl->ring))
+		sb__ring_reap_ready(ex);
+}
 
 /* task.c: the state machine */
 extern const sb_waker_vtable sb__task_waker_vtable;

@@ -206,25 +206,9 @@ static void handle_cqe(sb_executor *ex, uint64_t ud, int res)
 	}
 }
 
-/*
- * With DEFER_TASKRUN (or COOP_TASKRUN) some completions wait for us to enter
- * the kernel; TASKRUN_FLAG makes the kernel say so in sq_flags.  One load.
- */
-static void flush_task_work(struct sb_executor_impl *impl)
-{
-	/* relaxed (IO_URING_READ_ONCE): a hint from the kernel; a stale value
-	 * only delays reaping until the next iteration or sleep. */
-	if (IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
-		io_uring_get_events(&impl->ring);
-}
-
-/* Handles every completion that has arrived. */
-void sb__ring_reap(sb_executor *ex)
+void sb__ring_reap_ready(sb_executor *ex)
 {
 	struct io_uring *ring = &ex->impl->ring;
-	flush_task_work(ex->impl);
-	if (!io_uring_cq_ready(ring))
-		return;
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 	io_uring_for_each_cqe(ring, head, cqe)
@@ -238,7 +222,7 @@ void sb__ring_reap(sb_executor *ex)
 static void wait_and_reap(sb_executor *ex)
 {
 	io_uring_submit_and_wait(&ex->impl->ring, 1);
-	sb__ring_reap(ex);
+	ring_reap(ex);
 }
 
 /*

@@ -16,12 +16,8 @@ _Thread_local sb_executor *sb__exec_current __attribute__((tls_model("initial-ex
 
 /* ------------------------------------------------------------ the inbox */
 
-void sb__sched_drain_inbox(sb_executor *ex)
+void sb__sched_take_inbox(sb_executor *ex)
 {
-	/* relaxed: a cheap emptiness test; a push we miss is seen next iteration,
-	 * and park() re-checks with seq_cst before sleeping. */
-	if (!atomic_load_explicit(&ex->inbox, memory_order_relaxed))
-		return;
 	/* acquire: pairs with the pushers' release (seq_cst) CAS, so the tasks
 	 * and their next links are visible. */
 	sb_task *t = atomic_exchange_explicit(&ex->inbox, NULL, memory_order_acquire);
@@ -88,13 +84,10 @@ static bool take_floating_task(sb_task *t)
 	return true;
 }
 
-void sb__sched_wake(sb_task *t, uint64_t state)
+void sb__sched_wake_elsewhere(sb_task *t, uint64_t state)
 {
-	sb_executor *ex = t->exec;
-	if (t->owner == exec_this_thread())
-		sched_push_local(ex, t);
-	else if (!(state & T_FLOATING) || !take_floating_task(t))
-		push_remote(ex, t);
+	if (!(state & T_FLOATING) || !take_floating_task(t))
+		push_remote(t->exec, t);
 }
 
 /* ------------------------------------------------------------ while polled */
@@ -122,17 +115,6 @@ void sb__sched_unpin(sb_task *t)
 	atomic_fetch_sub_explicit(&t->pins, 1, memory_order_release);
 }
 
-bool sb__sched_yield(const sb_waker *w)
-{
-	sb_executor *ex = exec_current();
-	if (!ex || !ex->impl->current || !sb_waker_will_wake(w, &ex->impl->current_waker))
-		return false;
-	/* The task being polled yields with its own waker: its executor
-	 * requeues it after the poll, with no CAS on its state word. */
-	ex->impl->requeue_current = true;
-	return true;
-}
-
 /* ------------------------------------------------------------ spawn */
 
 static void float_link(struct sb_sched_group *g, sb_task *t)
@@ -142,23 +124,11 @@ static void float_link(struct sb_sched_group *g, sb_task *t)
 	pthread_mutex_unlock(&g->mu);
 }
 
-static void float_unlink(struct sb_sched_group *g, sb_task *t)
+void sb__sched_float_unlink(struct sb_sched_group *g, sb_task *t)
 {
 	pthread_mutex_lock(&g->mu);
 	task_list_remove(&g->floating, t);
 	pthread_mutex_unlock(&g->mu);
-}
-
-static int spawn_local(sb_executor *ex, sb_task *t)
-{
-	/* relaxed: only the owner thread writes LIVE and STOPPING. */
-	uint32_t f = atomic_load_explicit(&ex->flags, memory_order_relaxed);
-	if (!(f & EX_LIVE) || (f & EX_STOPPING))
-		return -ESHUTDOWN;
-	if (!t->group) /* a floating task is on its group's list */
-		task_list_push(&ex->impl->live, t);
-	sched_push_local(ex, t);
-	return 0;
 }
 
 static int spawn_remote(sb_executor *ex, sb_task *t)
@@ -176,16 +146,27 @@ static int spawn_remote(sb_executor *ex, sb_task *t)
 	return 0;
 }
 
-int sb__sched_spawn(sb_executor *ex, sb_task *t, struct sb_sched_group *floating)
+/* A floating task from the owner thread: its group's list has it. */
+static int spawn_local_floating(sb_executor *ex, sb_task *t)
 {
-	if (floating) {
-		/* Listed before it can run anywhere, so shutdown always finds it. */
-		t->group = floating;
-		float_link(floating, t);
-	}
-	int rc = exec_is_owner(ex) ? spawn_local(ex, t) : spawn_remote(ex, t);
-	if (rc && floating)
-		float_unlink(floating, t);
+	/* relaxed: only the owner thread writes LIVE and STOPPING. */
+	uint32_t f = atomic_load_explicit(&ex->flags, memory_order_relaxed);
+	if (!(f & EX_LIVE) || (f & EX_STOPPING))
+		return -ESHUTDOWN;
+	sched_push_local(ex, t);
+	return 0;
+}
+
+int sb__sched_spawn_elsewhere(sb_executor *ex, sb_task *t, struct sb_sched_group *floating)
+{
+	if (!floating)
+		return spawn_remote(ex, t);
+	/* Listed before it can run anywhere, so shutdown always finds it. */
+	t->group = floating;
+	float_link(floating, t);
+	int rc = exec_is_owner(ex) ? spawn_local_floating(ex, t) : spawn_remote(ex, t);
+	if (rc)
+		sb__sched_float_unlink(floating, t);
 	return rc;
 }
 
@@ -198,14 +179,6 @@ size_t sb__sched_spawn_thread(sb_executor_group *g, size_t thread)
 }
 
 /* ------------------------------------------------------------ homes */
-
-void sb__sched_forget(sb_executor *ex, sb_task *t)
-{
-	if (t->group)
-		float_unlink(t->group, t);
-	else
-		task_list_remove(&ex->impl->live, t);
-}
 
 bool sb__sched_join_would_deadlock(const sb_task *t)
 {
@@ -221,7 +194,7 @@ bool sb__sched_join_would_deadlock(const sb_task *t)
 
 void sb__sched_take_floating(sb_executor *ex, task_queue *out)
 {
-	sb__sched_drain_inbox(ex);
+	sched_drain_inbox(ex);
 	task_queue *runq = &ex->impl->runq;
 	task_queue keep = { NULL, NULL };
 	sb_task *t;

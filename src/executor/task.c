@@ -122,7 +122,7 @@ static void task_schedule(sb_task *t, bool consume)
 	}
 	if (s & T_RUNNING)
 		return; /* NOTIFIED: the owner requeues it after the poll */
-	sb__sched_wake(t, s);
+	sched_wake(t, s);
 }
 
 static void task_wake(const void *data)
@@ -144,7 +144,7 @@ static void task_wake_by_ref(const void *data)
 static void task_complete(sb_executor *ex, sb_task *t, int result, uint64_t extra)
 {
 	t->result = result;
-	sb__sched_forget(ex, t);
+	sched_forget(ex, t);
 	sb_task_release_fn release = t->release;
 
 	/* relaxed: a first guess for the CAS. */
@@ -285,7 +285,7 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group 
 	int rc = task_claim(t, ex, join != NULL, floating != NULL);
 	if (rc)
 		return rc;
-	rc = sb__sched_spawn(ex, t, floating);
+	rc = sched_spawn(ex, t, floating);
 	if (rc) {
 		task_unclaim(t);
 		return rc;

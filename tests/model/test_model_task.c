@@ -11,7 +11,7 @@
  * Below the scheduler there is no ring: executors here are an sb_executor
  * with its owner-thread state and no io_uring, the doorbell is a counter,
  * and an executor thread's loop is the test draining the inbox and running
- * the run queue (run_queued).  Each check then finishes what the threads
+ * the run queue (task_loop.c's run_queued, compiled with the hooks too).  Each check then finishes what the threads
  * left, as the owner's loop would (settle), and looks at the outcome: every
  * wake seen, the result published once, each task on the thread of its
  * executor, the release run exactly once, every reference back.
@@ -139,30 +139,9 @@ static void world_setup(bool in_group)
 	main_role = role_a;
 }
 
-/* An executor thread's loop, once: what arrived, then everything queued. */
-static void run_queued(sb_executor *ex)
-{
-	sb__sched_drain_inbox(ex);
-	sb_task *t;
-	while ((t = task_queue_pop(&ex->impl->runq)))
-		sb__task_run(ex, t);
-}
-
-/* As destroy does, once: cancels what came home; how many. */
-static size_t cancel_unfinished(sb_executor *ex)
-{
-	size_t n = 0;
-	sb__sched_drain_inbox(ex);
-	sb_task *t;
-	while ((t = task_queue_pop(&ex->impl->runq)))
-		n += sb__task_cancel(ex, t, true);
-	for (t = ex->impl->live.head; t;) {
-		sb_task *next = t->live_next;
-		n += sb__task_cancel(ex, t, false);
-		t = next;
-	}
-	return n;
-}
+/* task_loop.c, compiled with the hooks like the library. */
+void run_queued(sb_executor *ex);
+size_t cancel_unfinished(sb_executor *ex);
 
 static bool idle(sb_executor *ex)
 {

@@ -2,6 +2,13 @@
 /*
  * A waker that counts what the library does with it: every clone must be
  * woken or dropped exactly once, so `live` returns to 0 when nothing waits.
+ *
+ * COUNTING_WAKER_CLONED(c), COUNTING_WAKER_USED(c) and COUNTING_WAKER_WOKEN(c),
+ * when the includer defines them, run in clone, in wake, wake_by_ref and
+ * drop, and in the wakes before counting: the model checker's weak mode
+ * (tests/model) uses them to check that a clone happens-before every use of
+ * it (a waker stored in a node is published with release and read with
+ * acquire), and to order a wake before the poll it causes.
  */
 #ifndef SYNCBAND_TEST_COUNTING_WAKER_H
 #define SYNCBAND_TEST_COUNTING_WAKER_H
@@ -9,6 +16,16 @@
 #include <stdatomic.h>
 
 #include <syncband/future.h>
+
+#ifndef COUNTING_WAKER_CLONED
+#define COUNTING_WAKER_CLONED(c) ((void)(c))
+#endif
+#ifndef COUNTING_WAKER_USED
+#define COUNTING_WAKER_USED(c) ((void)(c))
+#endif
+#ifndef COUNTING_WAKER_WOKEN
+#define COUNTING_WAKER_WOKEN(c) ((void)(c))
+#endif
 
 typedef struct counting_waker {
 	atomic_int clones;
@@ -21,17 +38,22 @@ static sb_waker counting_clone(const void *data);
 static void counting_wake(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
+	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
 	atomic_fetch_sub(&c->live, 1);
 }
 static void counting_wake_by_ref(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
+	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
 }
 static void counting_drop(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
 	atomic_fetch_add(&c->drops, 1);
 	atomic_fetch_sub(&c->live, 1);
 }
@@ -41,6 +63,7 @@ static const sb_waker_vtable counting_vtable = {
 static sb_waker counting_clone(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_CLONED(c);
 	atomic_fetch_add(&c->clones, 1);
 	atomic_fetch_add(&c->live, 1);
 	return (sb_waker){ &counting_vtable, data };

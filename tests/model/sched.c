@@ -104,6 +104,11 @@ static struct {
 	bool trace;
 	bool replaying;
 	bool failing;
+	/* sb_model_catch_failures: a failure ends the exploration, reported */
+	bool catching;
+	bool caught;
+	ucontext_t caught_ctx;
+	char failure[320];
 	_Alignas(16) unsigned char user[CTX_MAX];
 } M = { .current = -1 };
 
@@ -122,6 +127,12 @@ static const char *order_name(int order)
 	return "?";
 }
 
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 static void print_schedule(void)
 {
 	fprintf(stderr, "memory model: %s", M.weak ? "weak" : "sc");
@@ -137,18 +148,35 @@ static void print_schedule(void)
 	for (int i = 0; i < M.depth; i++)
 		fprintf(stderr, " %d", M.choice[i]);
 	fprintf(stderr, "\n");
-	if (!M.random && M.scenario)
-		fprintf(stderr, "replay: SB_MODEL_SCENARIO='%s' SB_MODEL_MEMORY=%s SB_MODEL_REPLAY='",
-			M.scenario->name, M.weak ? "weak" : "sc");
-	if (!M.random && M.scenario) {
-		for (int i = 0; i < M.depth; i++)
-			fprintf(stderr, "%s%d", i ? " " : "", M.choice[i]);
-		fprintf(stderr, "' tests/test_model (in the build folder)\n");
+	if (M.random || !M.scenario)
+		return;
+	/* A line for the shell: the name quoted, its own quotes as '\'' */
+	fprintf(stderr, "replay: SB_MODEL_SCENARIO='");
+	for (const char *c = M.scenario->name; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", stderr);
+		else
+			fputc(*c, stderr);
 	}
+	fprintf(stderr, "' SB_MODEL_MEMORY=%s SB_MODEL_REPLAY='", M.weak ? "weak" : "sc");
+	for (int i = 0; i < M.depth; i++)
+		fprintf(stderr, "%s%d", i ? " " : "", M.choice[i]);
+	fprintf(stderr, "' tests/test_model (in the build folder)\n");
+}
+
+void sb_model_catch_failures(bool on)
+{
+	M.catching = on;
 }
 
 void sb_model_fail(const char *file, int line, const char *what)
 {
+	if (M.catching && M.scenario) {
+		snprintf(M.failure, sizeof M.failure, "%s:%d: %s", base_name(file), line, what);
+		M.caught = true;
+		M.current = -1;
+		setcontext(&M.caught_ctx); /* back into explore(), off any thread's stack */
+	}
 	M.failing = true;
 	fflush(stdout);
 	fprintf(stderr, "\nMODEL FAILURE in scenario '%s', execution %ld: %s:%d: %s\n",
@@ -352,11 +380,6 @@ static sb_model_site *sites;
 static long weakened_reached;
 static bool weakened_seen;
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
 
 static const char *op_name(int kind)
 {
@@ -872,8 +895,16 @@ static sb_model_result explore(const sb_model_scenario *s, bool weak, int preemp
 	M.bound = preemptions;
 	M.stale_bound = stale_reads;
 	for (;;) {
-		run_once();
+		M.caught = false;
+		getcontext(&M.caught_ctx); /* returns again from sb_model_fail when catching */
+		if (!M.caught)
+			run_once();
 		account(&r);
+		if (M.caught) {
+			r.failed = true;
+			r.failure = M.failure;
+			break;
+		}
 		if (M.replaying) {
 			r.filtered = true;
 			break;

@@ -46,6 +46,8 @@ typedef struct sb_model_result {
 	long stale;         /* executions in which a load read an older store */
 	bool complete;      /* every schedule within the bounds was run */
 	bool filtered;      /* SB_MODEL_SCENARIO/MEMORY left it out, or a replay */
+	bool failed;        /* sb_model_catch_failures: a schedule failed */
+	const char *failure; /* then what failed, until the next exploration */
 } sb_model_result;
 
 /* Every schedule with at most `preemptions` preemptions, up to `limit` runs. */
@@ -72,6 +74,12 @@ long sb_model_rmws(void);
 
 /* For scenarios: fail the whole run, printing the schedule that led here. */
 void sb_model_fail(const char *file, int line, const char *what);
+
+/*
+ * For tests of the explorer itself: with `on`, a failure ends the
+ * exploration (sb_model_explore*) and is reported in its result instead.
+ */
+void sb_model_catch_failures(bool on);
 
 #define MODEL_CHECK(cond)                                              \
 	do {                                                           \

@@ -338,6 +338,38 @@ static void sem8_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/* release racing try_acquire: the permit comes with what the releaser wrote. */
+static void sem9_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1);
+	if (c->r[1] == 0)
+		consume(&c->payload);
+}
+static void sem9_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == (c->r[1] == 0 ? 0 : 1));
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
+ * A blocking acquire racing release: the parker (src/park.c) under the
+ * model, its futex sleeps blocking the logical thread.
+ */
+static void sem10_t0(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_acquire_blocking(&c->sem, 1, SB_TIMEOUT_INFINITE) == 0);
+	consume(&c->payload);
+}
+static void sem10_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
 /* -------------------------------------------------------------------- mutex */
 
 typedef struct mutex_ctx {
@@ -432,6 +464,39 @@ static void mtx3_check(void *p)
 	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/*
+ * unlock racing a first waiter (lone) and a second (which moves the first
+ * into the queue): the unlocker wakes a waker that another thread cloned.
+ */
+static void mtx4_t2(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_init(&c->f[1], &c->m);
+	c->r[1] = poll_lock(&c->f[1], &c->w[1]);
+	if (c->r[1] == 0)
+		consume(&c->payload);
+}
+static void mtx4_check(void *p)
+{
+	mutex_ctx *c = p;
+	int holders = 0;
+	for (int i = 0; i < 2; i++) {
+		/* woken once at most; re-polled by mtx1_t0 already for f[0] */
+		int wakes = atomic_load(&c->w[i].wakes);
+		MODEL_CHECK(wakes <= 1);
+		if (c->r[i] == 0 || wakes == 1) {
+			MODEL_CHECK(poll_lock(&c->f[i], &c->w[i]) == 0);
+			holders++;
+		} else {
+			sb_mutex_lock_cancel(&c->f[i]);
+		}
+	}
+	MODEL_CHECK(holders == 1);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
 /* ------------------------------------------------------------------ condvar */
@@ -661,6 +726,32 @@ static void ev3_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
+/* set of an idle event racing a first poll (its CAS may fail on EV_SET). */
+static void ev4_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_event_init(&c->e, false);
+	counting_waker_init(&c->w[0]);
+	sb_event_wait_init(&c->f[0], &c->e);
+}
+static void ev4_t1(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_event(&c->f[0], &c->w[0]);
+	if (c->r1 == SB_PENDING && await_wake(&c->w[0]) && poll_event(&c->f[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else if (c->r1 == 0)
+		consume(&c->payload);
+}
+static void ev4_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == (c->r1 == SB_PENDING));
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
 /* auto-reset set racing the cancel of the wait it hands the signal to. */
 static void ae1_setup(void *p)
 {
@@ -770,12 +861,18 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(sem_ctx), sem6_setup, { sem7_t0, sem7_t1, sem2_t1 }, sem7_check },
 	{ "semaphore: cancel of a lone waiter holding a permit racing close", 2,
 	  sizeof(sem_ctx), sem8_setup, { sem2_t0, sem4_t0 }, sem8_check },
+	{ "semaphore: blocking acquire racing release", 2, sizeof(sem_ctx), sem_setup_empty,
+	  { sem10_t0, sem2_t1 }, sem10_check },
+	{ "semaphore: release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty,
+	  { sem2_t1, sem9_t1 }, sem9_check },
 	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
 	  { mtx1_t0, mtx1_t1 }, mtx1_check },
 	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,
 	  { mtx2_t0, mtx1_t1 }, mtx2_check },
 	{ "mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx), mtx3_setup,
 	  { mtx2_t0, mtx1_t1 }, mtx3_check },
+	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
+	  mutex_setup_locked, { mtx1_t0, mtx1_t1, mtx4_t2 }, mtx4_check },
 	{ "condvar: notify_one racing cancel", 2, sizeof(cv_ctx), cv_setup_two_waits,
 	  { cv1_t0, cv1_t1 }, cv1_check },
 	{ "condvar: wait giving up the mutex racing a notifier", 2, sizeof(cv_ctx), cv2_setup,
@@ -784,6 +881,8 @@ static const sb_model_scenario scenarios[] = {
 	  { ev1_t0, ev1_t1, ev1_t2 }, ev1_check },
 	{ "event: set of an idle event racing is_set and try_wait", 3, sizeof(event_ctx),
 	  ev2_setup, { ev2_t0, ev2_t1, ev2_t2 }, ev2_check },
+	{ "event: set of an idle event racing a first poll", 2, sizeof(event_ctx), ev4_setup,
+	  { ev2_t0, ev4_t1 }, ev4_check },
 	{ "auto event: set racing cancel of the chosen wait", 2, sizeof(event_ctx), ae1_setup,
 	  { ae1_t0, ae1_t1 }, ae1_check },
 	{ "auto event: set racing a first poll and try_wait", 3, sizeof(event_ctx), ae2_setup,

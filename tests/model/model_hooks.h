@@ -13,7 +13,7 @@
  * holding __FILE__ and __LINE__ (gcc gives the line of the macro's name,
  * also for an invocation spread over several lines).  SB_MODEL_WEAKEN names
  * one site whose memory orders the explorer then treats as relaxed
- * (mutate.sh).
+ * (mutate.py).
  */
 #ifndef SYNCBAND_MODEL_HOOKS_H
 #define SYNCBAND_MODEL_HOOKS_H

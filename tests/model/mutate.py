@@ -131,6 +131,10 @@ def main():
     reached = reached_sites(binary, args.timeout)
 
     todo = []
+    starts = [(name, first) for name, first, *_ in source_sites()]
+    for dup in sorted({s for s in starts if starts.count(s) > 1}):
+        print("warning: %s:%d holds two atomic calls; weakening one weakens both" % dup,
+              file=sys.stderr)
     for name, first, last, orders, code in source_sites():
         if all(o == "relaxed" for o in orders):
             continue

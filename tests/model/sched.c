@@ -374,7 +374,7 @@ bool sb_model_await_change(const atomic_int *word, int old)
 
 /* ------------------------------------------------------------------ sites */
 
-static const char *weaken_env;  /* SB_MODEL_WEAKEN: "file.c:line" */
+static const char *weaken_env;  /* SB_MODEL_WEAKEN: "file.c:line[,...]" */
 static const char *sites_env;   /* SB_MODEL_SITES: where to list every site */
 static sb_model_site *sites;
 static long weakened_reached;
@@ -390,14 +390,16 @@ static const char *op_name(int kind)
 	return kind > 0 && kind <= SB_MODEL_FENCE ? names[kind] : "?";
 }
 
+/* Whether `spec`, "file:line[,file:line...]", names the site. */
 static bool names_site(const char *spec, const sb_model_site *site)
 {
-	const char *colon = strrchr(spec, ':');
-	if (!colon)
-		return false;
 	const char *base = base_name(site->file);
-	size_t len = (size_t)(colon - spec);
-	return strlen(base) == len && memcmp(base, spec, len) == 0 && atoi(colon + 1) == site->line;
+	size_t len = strlen(base);
+	for (const char *p = spec; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (strncmp(p, base, len) == 0 && p[len] == ':' && atoi(p + len + 1) == site->line)
+			return true;
+	}
+	return false;
 }
 
 /* Registers a site on first use; returns the orders to model (relaxed if weakened). */

@@ -8,12 +8,10 @@
 #include "waitq.h"
 
 /*
- * The state word (the queue's, see src/waitq.h, with this above it):
- *
- *   bits 3- the sequence number given to the latest registration
- *
- * A queued waiter's `remaining` holds its sequence number, so notify_all()
- * can stop at the waiters registered before it (sb_waitq_detach_through).
+ * The state word is the queue's alone (see src/waitq.h).  notify_all()
+ * releases every queued wait at once, from the moment it holds the lock
+ * (sb_waitq_release_all): waits that register after it, even while it is
+ * still waking the others, stay queued for the next notify.
  *
  * A notifier skips the lock when the word shows nobody waiting or queueing.
  * That is safe for the waits that matter: a wait registers - its unlock
@@ -26,7 +24,6 @@
  * The detach value tells the woken future who notified it:
  * NOTIFIED_BY_ONE must be passed on if the future is cancelled.
  */
-#define CV_SEQ_SHIFT SB_WAITQ_STATE_SHIFT
 #define NOTIFIED_BY_ONE SB_WAITER_GRANTED
 #define NOTIFIED_BY_ALL SB_WAITER_CLOSED
 
@@ -72,8 +69,8 @@ void sb_condvar_notify_all(sb_condvar *cv)
 		return;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	size_t limit = sb_waitq_lock(&cv->q, 0) >> CV_SEQ_SHIFT;
-	sb_waitq_detach_through(&cv->q, limit, NOTIFIED_BY_ALL, &batch);
+	sb_waitq_lock(&cv->q, 0);
+	sb_waitq_release_all(&cv->q, NOTIFIED_BY_ALL, &batch);
 	sb_waitq_unlock(&cv->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
@@ -88,9 +85,10 @@ void sb_condvar_wait_init(sb_condvar_wait *f, sb_condvar *cv, sb_mutex *m)
 static void cv_register(sb_condvar_wait *f, const sb_waker *w)
 {
 	sb_condvar *cv = f->cv;
-	size_t seq = (sb_waitq_lock(&cv->q, 0) >> CV_SEQ_SHIFT) + 1;
-	sb_waitq_push(&cv->q, &f->lock.waiter, seq, w);
-	sb_waitq_unlock_update(&cv->q, 0, (size_t)1 << CV_SEQ_SHIFT);
+	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
+	sb_waitq_lock(&cv->q, 0);
+	sb_waitq_push(&cv->q, &f->lock.waiter, 1, clone);
+	sb_waitq_unlock(&cv->q);
 }
 
 /* Notified: re-acquire the mutex with the same node, now in its queue. */

@@ -9,20 +9,24 @@
 
 /* ------------------------------------------------------------------------
  * Manual-reset event.  The state word (the queue's, see src/waitq.h, with
- * these above it):
+ * this above it):
  *
  *   bit 3   EV_SET  the event is set
- *   bits 4- the sequence number of the latest registration
  *
- * A queued wait's `remaining` is its sequence number, so set() releases the
- * waits registered before it and no later ones (sb_waitq_detach_through).
  * set() and a registering wait both change the word with a CAS, so a set()
  * that finds nobody waiting or queueing and skips the lock cannot miss a
  * wait: the wait's CAS (which takes the queue lock) fails and it re-reads
- * EV_SET.
+ * EV_SET.  A set() that finds waiters sets EV_SET in the CAS that takes the
+ * lock (acq_rel: EV_SET is read without the lock) and releases every queued
+ * wait at once (sb_waitq_release_all); waits that register after it see
+ * EV_SET, or, after a reset(), queue for the next set().
+ *
+ * EV_SET is published by release operations only (the fast path's CAS, the
+ * slow path's acq_rel lock CAS), and every lock-free reader reads it with
+ * acquire, so a wait or is_set() that sees the event set sees what the
+ * set() wrote before.
  */
 #define EV_SET ((size_t)1 << SB_WAITQ_STATE_SHIFT)
-#define EV_SEQ_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
 
 int sb_event_init(sb_event *e, bool set)
 {
@@ -61,20 +65,24 @@ void sb_event_set(sb_event *e)
 {
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
-		if (state & EV_SET)
-			return; /* a wait queued now belongs to the set() running */
-		if (sb_waitq_may_have_waiters(state))
+		/* Waits queue only while EV_SET is clear, so a set event has
+		 * nobody to release: only to publish our writes. */
+		if (!(state & EV_SET) && sb_waitq_may_have_waiters(state))
 			break;
-		/* release: waits that see EV_SET see what we wrote before. */
+		/* release: a wait or is_set() that sees EV_SET sees what we wrote
+		 * before.  Also when it is set already: the RMW (which may leave
+		 * the word as it was) heads a release sequence of its own, so a
+		 * reader that sees it or a later value sees this set()'s writes. */
 		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, state | EV_SET,
 							  memory_order_release, memory_order_relaxed))
 			return;
 	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	/* Set from the moment we hold the lock (release: by the unlock CAS). */
-	size_t limit = sb_waitq_lock(&e->q, EV_SET) >> EV_SEQ_SHIFT;
-	sb_waitq_detach_through(&e->q, limit, SB_WAITER_GRANTED, &batch);
+	/* Set from the moment we hold the lock: the CAS that takes it sets
+	 * EV_SET, with acq_rel (sb_qlock_try_take). */
+	sb_waitq_lock(&e->q, EV_SET);
+	sb_waitq_release_all(&e->q, SB_WAITER_GRANTED, &batch);
 	sb_waitq_unlock(&e->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
@@ -85,30 +93,34 @@ void sb_event_wait_init(sb_event_wait *f, sb_event *e)
 	f->status = SB_FUTURE_IDLE;
 }
 
+/* The first poll of a wait that found the event clear: queue, unless set meanwhile. */
 static int event_register(sb_event_wait *f, const sb_waker *w)
 {
 	sb_event *e = f->event;
-	/* acquire: if we find the event set, we see what set() published. */
-	size_t state = atomic_load_explicit(&e->q.state, memory_order_acquire);
-	assert(state != SB_WAITQ_DESTROYED && "event used after destroy");
+	sb_waker clone = SB_NO_WAKER;
+	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&e->q.state, state);
 			continue;
 		}
 		if (state & EV_SET) {
-			/* acquire: pairs with set()'s release (the wait-loop and
-			 * CAS-failure reads above were relaxed). */
-			atomic_thread_fence(memory_order_acquire);
+			/* The reads above were relaxed: read again with acquire
+			 * (pairs with the release that set EV_SET). */
+			if (!sb_event_is_set(e)) {
+				state = sb_waitq_load(&e->q);
+				continue; /* reset meanwhile */
+			}
+			sb_waker_drop_if(clone);
 			return 0;
 		}
-		/* acquire: the queue lock. */
-		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, state | SB_QLOCK_HELD,
-							  memory_order_acquire, memory_order_relaxed))
+		sb_waker_clone_once(w, &clone);
+		/* acquire: the queue lock (sb_qlock_try_take). */
+		if (sb_qlock_try_take(&e->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
-	sb_waitq_push(&e->q, &f->waiter, (state >> EV_SEQ_SHIFT) + 1, w);
-	sb_waitq_unlock_update(&e->q, 0, (size_t)1 << EV_SEQ_SHIFT);
+	sb_waitq_push(&e->q, &f->waiter, 1, clone);
+	sb_waitq_unlock(&e->q);
 	return SB_PENDING;
 }
 
@@ -252,13 +264,14 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
 		} else {
+			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
 			next = sb_waitq_locked(state, 0);
 		}
 		/* acq_rel: acquire, as try_wait when we take the signal, else the
 		 * lock; release, a lone node is filled in before set() sees it. */
 		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			return sb_waitq_finish_first_poll(&e->q, node, state, next, clone, 1, w);
+			return sb_waitq_finish_first_poll(&e->q, node, state, next, clone, 1);
 	}
 }
 

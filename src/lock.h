@@ -40,6 +40,27 @@ size_t sb_qlock_wait(_Atomic size_t *word, size_t state);
 /* Wakes every thread sleeping on the word's futex. */
 void sb_qlock_wake_all(_Atomic size_t *word);
 
+/*
+ * The CAS that takes the lock, moving the word from *state to `next`, which
+ * also sets `bits` (the primitive's, or none).  False, with *state
+ * refreshed, when the word changed first.
+ */
+static inline bool sb_qlock_try_take(_Atomic size_t *word, size_t *state, size_t next, size_t bits)
+{
+	if (bits)
+		/* acq_rel: others read `bits` without the lock, and one that sees
+		 * them must see what we wrote before setting them: an acquire-only
+		 * CAS publishes nothing (a manual-reset event's set() once set
+		 * EV_SET so, and a reader that saw it could miss the setter's
+		 * writes on a weakly ordered machine).  Acquire: as below. */
+		return atomic_compare_exchange_weak_explicit(word, state, next, memory_order_acq_rel,
+							     memory_order_relaxed);
+	/* acquire: the critical section sees what the last holder wrote (pairs
+	 * with the release in sb_qlock_release). */
+	return atomic_compare_exchange_weak_explicit(word, state, next, memory_order_acquire,
+						     memory_order_relaxed);
+}
+
 /* Takes the lock, also setting `bits`; returns the word as it was before. */
 static inline size_t sb_qlock_acquire(_Atomic size_t *word, size_t bits)
 {
@@ -50,9 +71,7 @@ static inline size_t sb_qlock_acquire(_Atomic size_t *word, size_t bits)
 			state = sb_qlock_wait(word, state);
 			continue;
 		}
-		/* acquire: the critical section sees what the last holder wrote. */
-		if (atomic_compare_exchange_weak_explicit(word, &state, state | SB_QLOCK_HELD | bits,
-							  memory_order_acquire, memory_order_relaxed))
+		if (sb_qlock_try_take(word, &state, state | SB_QLOCK_HELD | bits, bits))
 			return state;
 	}
 }

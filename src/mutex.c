@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 
+#include "clock.h"
 #include "park.h"
 #include "waitq.h"
 
@@ -12,10 +13,8 @@
  *
  *   bit 3  MUTEX_LOCKED  someone holds the mutex (or is being handed it)
  *
- * SB_WAITQ_NONEMPTY implies MUTEX_LOCKED: a handoff never clears
- * MUTEX_LOCKED.  So the uncontended lock is CAS(0 -> LOCKED) and the
- * uncontended unlock CAS(LOCKED -> 0): any other value means someone waits
- * or is deciding to.
+ * The uncontended lock is CAS(0 -> LOCKED) and the uncontended unlock
+ * CAS(LOCKED -> 0): any other value means someone waits or is deciding to.
  *
  * The lost wake-up that this layout closes: an unlocker that sees "no
  * waiters" and a locker that has just decided to wait.  Both sides change
@@ -30,15 +29,45 @@
  *   - (b) before (a): (a) fails, the locker re-reads 0 and takes the mutex.
  *   - (a) before (b): (b) fails (the word is not LOCKED alone), and the
  *     unlocker takes the queue lock, which the locker holds until its node
- *     is pushed, and hands the mutex to it.
+ *     is pushed, and wakes it or hands the mutex to it.
  *
  * No load-then-decide on separate words, so no barrier pairing is needed
  * beyond the CASes themselves (contrast waitqueue_active() in Linux).
  *
+ * While someone holds the queue lock, nobody else changes MUTEX_LOCKED
+ * (every locker and unlocker waits for the lock bit first), so whatever a
+ * lock holder decides from LOCKED stays true until it unlocks.
+ *
  * Bits 4 and up are free, so a first waiter waits as a lone waiter (see
  * src/waitq.h): `node | NONEMPTY | LOCKED`, installed with one CAS (the
- * CAS (a) above); unlock claims it with one CAS back to LOCKED alone, the
- * mutex now the waiter's.  Both are still one CAS on the one word.
+ * CAS (a) above).
+ *
+ * Strict FIFO mode: SB_WAITQ_NONEMPTY implies MUTEX_LOCKED, since a contended
+ * unlock never clears MUTEX_LOCKED but detaches the head with the mutex
+ * (SB_WAITER_GRANTED); an unlock claims a lone waiter with one CAS back to
+ * LOCKED alone, the mutex now the waiter's.
+ *
+ * Eventually fair mode: a contended unlock takes the queue lock (adopting a
+ * lone waiter into the queue) and, unless the head starves, clears
+ * MUTEX_LOCKED and marks the head SB_WAITER_WOKEN: still queued at the
+ * front, its registered waker moved into the wake batch (the node keeps a
+ * stale copy, which is never woken or dropped again).  While the head is
+ * WOKEN, unlocks wake nobody.  A locker that finds the mutex free takes it,
+ * waiters or not (barging).  The woken owner's next poll tries again
+ * (mutex_retry): it takes the queue lock, with MUTEX_LOCKED too if the
+ * mutex is free, and leaves the queue holding it; or it re-arms at the
+ * front, with a new clone of its waker, noting when it first lost
+ * (sb_mutex_lock.lost_since).
+ *
+ * Starvation: an unlock whose head lost its first race more than
+ * SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to the head as in FIFO mode
+ * (also to a WOKEN head: it finds SB_WAITER_GRANTED when it tries again) and
+ * starts a handoff phase (handoff_since, the clock's low 32 bits, 0 when
+ * none): the next unlocks hand off too, until the phase has lasted another
+ * bound or the queue empties (a handoff or a cancel takes its last waiter),
+ * so that the waiters queued behind the
+ * starving one drain in order instead of each starving in turn.  The clock
+ * is read only when a waiter has lost to a barger, or in a handoff phase.
  */
 #define MUTEX_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
@@ -47,9 +76,20 @@ static inline size_t mutex_load(const sb_mutex *m)
 	return sb_waitq_load(&m->q);
 }
 
+static inline bool mutex_is_fifo(const sb_mutex *m)
+{
+	return m->mode & SB_MUTEX_FIFO;
+}
+
 int sb_mutex_init(sb_mutex *m)
 {
 	*m = (sb_mutex)SB_MUTEX_INIT;
+	return 0;
+}
+
+int sb_mutex_init_fifo(sb_mutex *m)
+{
+	*m = (sb_mutex)SB_MUTEX_INIT_FIFO;
 	return 0;
 }
 
@@ -68,25 +108,102 @@ bool sb_mutex_is_locked(const sb_mutex *m)
 
 int sb_mutex_try_lock(sb_mutex *m)
 {
-	size_t expected = 0;
-	/* acquire: the critical section sees what the last holder wrote. */
-	if (atomic_compare_exchange_strong_explicit(&m->q.state, &expected, MUTEX_LOCKED,
-						    memory_order_acquire, memory_order_relaxed))
-		return 0;
-	assert(expected != SB_WAITQ_DESTROYED && "mutex used after destroy");
-	return -EBUSY;
+	size_t state = mutex_load(m);
+	for (;;) {
+		/* In FIFO mode the mutex is never free while anyone waits, so
+		 * taking a free one never barges there. */
+		if (state & MUTEX_LOCKED)
+			return -EBUSY;
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&m->q.state, state);
+			continue;
+		}
+		/* acquire: the critical section sees what the last holder wrote
+		 * (pairs with the release of every unlock). */
+		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, state | MUTEX_LOCKED,
+							  memory_order_acquire, memory_order_relaxed))
+			return 0;
+	}
 }
 
-/* Under the queue lock: hand the mutex to the head, or unlock it. */
+/* The clock's low 32 bits, never 0 (0 means "no handoff phase"). */
+static uint32_t mutex_phase_stamp(uint64_t now)
+{
+	uint32_t stamp = (uint32_t)now;
+	return stamp ? stamp : 1;
+}
+
+/*
+ * Under the queue lock: whether this unlock hands the mutex to `head`
+ * instead of waking it, updating the handoff phase.
+ */
+static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
+{
+	if (mutex_is_fifo(m))
+		return true;
+	uint64_t lost = SB_CONTAINER_OF(head, sb_mutex_lock, waiter)->lost_since;
+	if (!m->handoff_since && !lost)
+		return false; /* the common case: no clock read */
+	uint64_t now = sb__clock_now_ns();
+	if (m->handoff_since) {
+		/* In a phase: hand off, and end the phase once it has lasted a
+		 * bound (unsigned arithmetic: the stamps wrap every 4.3 s). */
+		if ((uint32_t)now - m->handoff_since > SB_MUTEX_FAIRNESS_BOUND_NS)
+			m->handoff_since = 0;
+		return true;
+	}
+	if (now - lost <= SB_MUTEX_FAIRNESS_BOUND_NS)
+		return false;
+	m->handoff_since = mutex_phase_stamp(now);
+	return true;
+}
+
+/* Under the queue lock: hands the mutex to `head` (LOCKED stays set). */
+static void mutex_hand_off_locked(sb_mutex *m, sb_waiter *head, sb_wake_batch *b)
+{
+	if (sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN) {
+		sb_waitq_detach(&m->q, head, SB_WAITER_GRANTED, b);
+		return;
+	}
+	/* Woken already (its waker is spent): it finds the mutex when it
+	 * tries again.  release: hands it the node and the mutex. */
+	(void)sb_waitq_unlink(&m->q, head);
+	atomic_store_explicit(&head->remaining, SB_WAITER_GRANTED, memory_order_release);
+}
+
+/*
+ * Under the queue lock, the mutex free or about to be: wakes `head` unless
+ * it is woken already.  Its waker goes into `b` and the node keeps its place.
+ */
+static void mutex_wake_locked(sb_waiter *head, sb_wake_batch *b)
+{
+	if (sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN)
+		return;
+	b->wakers[b->count++] = head->waker;
+	/* relaxed: the owner acts on WOKEN only through the word (its retry
+	 * takes the queue lock, whose acquire pairs with our unlock). */
+	sb_waiter_set_remaining_locked(head, SB_WAITER_WOKEN);
+}
+
+/* Under the queue lock, which `m`'s unlock took: hands over or releases. */
 static void mutex_pass_locked(sb_mutex *m)
 {
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	if (sb_waitq_detach_front(&m->q, SB_WAITER_GRANTED, &batch))
+	sb_waiter *head = sb_waitq_front(&m->q);
+	if (head && mutex_hands_off_locked(m, head)) {
+		mutex_hand_off_locked(m, head, &batch);
+		if (sb_waitq_is_empty(&m->q))
+			m->handoff_since = 0; /* the phase ends with the queue */
 		sb_waitq_unlock(&m->q); /* still LOCKED: it is the head's now */
-	else
+	} else {
+		if (head)
+			mutex_wake_locked(head, &batch);
+		else
+			m->handoff_since = 0; /* nobody left to hand to */
 		/* release (in the unlock): as a plain unlock. */
 		sb_waitq_unlock_update(&m->q, MUTEX_LOCKED, 0);
+	}
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
@@ -108,16 +225,18 @@ int sb_mutex_unlock(sb_mutex *m)
 				return 0;
 			continue;
 		}
-		if (sb_waitq_is_lone(state)) {
+		if (sb_waitq_is_lone(state) && mutex_is_fifo(m)) {
 			/* Hand it to the lone waiter: still LOCKED, now its. */
 			if (sb_waitq_claim_lone(&m->q, &state, MUTEX_LOCKED))
 				return 0;
 			continue;
 		}
-		/* Someone waits, and only we can clear LOCKED. acquire: the lock. */
-		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, state | SB_QLOCK_HELD,
-							  memory_order_acquire, memory_order_relaxed))
+		/* Someone waits, and only we can clear LOCKED: take the queue
+		 * lock (acquire, sb_qlock_try_take), adopting a lone waiter. */
+		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0), 0)) {
+			sb_waitq_adopt_lone(&m->q, state);
 			break;
+		}
 	}
 	mutex_pass_locked(m);
 	return 0;
@@ -126,11 +245,12 @@ int sb_mutex_unlock(sb_mutex *m)
 void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 {
 	f->mutex = m;
+	f->lost_since = 0;
 	f->status = SB_FUTURE_IDLE;
 }
 
 /* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
-static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
+static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 {
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
@@ -144,11 +264,12 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 		}
 		size_t next;
 		if (!(state & MUTEX_LOCKED)) {
-			next = state | MUTEX_LOCKED;
+			next = state | MUTEX_LOCKED; /* free: ours, waiters or not */
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | MUTEX_LOCKED;
 		} else {
+			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
 			next = sb_waitq_locked(state, 0);
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
@@ -156,19 +277,87 @@ static int mutex_lock_enqueue(sb_mutex_lock *f, const sb_waker *w)
 		 * node is filled in before an unlocker can see it. */
 		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1, w);
+			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1);
 	}
+}
+
+/*
+ * A woken future tries again: takes the queue lock, and the mutex with it
+ * when it is free.  Then it leaves the queue holding the mutex, or finds it
+ * was handed the mutex meanwhile, or re-arms at the front with `w`.
+ */
+static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
+{
+	sb_mutex *m = f->mutex;
+	sb_waiter *node = &f->waiter;
+	sb_waker clone = SB_NO_WAKER;
+	size_t state = mutex_load(m);
+	for (;;) {
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&m->q.state, state);
+			continue;
+		}
+		if (state & MUTEX_LOCKED)
+			sb_waker_clone_once(w, &clone); /* we may have to wait again */
+		/* acquire: the queue lock, and the critical section of the last
+		 * holder when we take the mutex too (pairs with unlock's release).
+		 * A lone waiter can be there only if we were handed the mutex and
+		 * left the queue: it joins the queue. */
+		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0) | MUTEX_LOCKED,
+				      0)) {
+			state = sb_waitq_adopt_lone(&m->q, state);
+			break;
+		}
+	}
+	size_t r = sb_waiter_remaining_locked(node);
+	if (r == SB_WAITER_GRANTED || !(state & MUTEX_LOCKED)) {
+		/* Handed the mutex (detached), or took it: leave the queue. */
+		if (r != SB_WAITER_GRANTED)
+			(void)sb_waitq_unlink(&m->q, node); /* its waker was spent */
+		sb_waitq_unlock(&m->q);
+		sb_waker_drop_if(clone);
+		return 0;
+	}
+	/* A barger holds it: stay at the front, woken by the next unlock. */
+	assert(r == SB_WAITER_WOKEN);
+	if (!f->lost_since) {
+		uint64_t now = sb__clock_now_ns();
+		f->lost_since = now ? now : 1; /* 0 means "never lost" */
+	}
+	node->waker = clone;
+	sb_waiter_set_remaining_locked(node, 1);
+	sb_waitq_unlock(&m->q);
+	return SB_PENDING;
 }
 
 int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
-		f->status = mutex_lock_enqueue(f, w);
+		f->status = mutex_lock_first_poll(f, w);
 		return f->status;
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w));
+	if (sb_waiter_load(&f->waiter) == SB_WAITER_WOKEN)
+		return f->status = mutex_retry(f, w);
+	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
+	size_t r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
+	if (r == SB_WAITER_WOKEN)
+		return f->status = mutex_retry(f, w);
+	return sb_future_settle(&f->status, r);
+}
+
+/* Under the queue lock: a woken future left; wake the next if the mutex is free. */
+static void mutex_pass_wake_and_unlock(sb_mutex *m)
+{
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sb_waiter *head = sb_waitq_front(&m->q);
+	/* A holder's unlock wakes the new head; only a free mutex needs us. */
+	if (head && !(mutex_load(m) & MUTEX_LOCKED))
+		mutex_wake_locked(head, &batch);
+	sb_waitq_unlock(&m->q);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
 void sb_mutex_lock_cancel(sb_mutex_lock *f)
@@ -183,6 +372,13 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 		sb_waker_drop(mine);
 		return;
 	case SB_CANCEL_UNLINKED:
+		if (sb_waitq_is_empty(&m->q))
+			m->handoff_since = 0; /* the phase ends with the queue */
+		if (remaining == SB_WAITER_WOKEN) {
+			/* Woken but never tried: its waker is spent; pass the wake on. */
+			mutex_pass_wake_and_unlock(m);
+			return;
+		}
 		sb_waitq_unlock(&m->q);
 		sb_waitq_after_unlock(NULL, mine);
 		return;
@@ -207,8 +403,8 @@ const sb_future_ops sb_mutex_lock_ops = { mutex_lock_poll_fn, mutex_lock_cancel_
 
 int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 {
-	/* The future's first poll would take a free, unqueued mutex the same
-	 * way; this skips the parker. */
+	/* The future's first poll would take a free mutex the same way (and
+	 * in FIFO mode a free mutex has nobody queued); this skips the parker. */
 	if (sb_mutex_try_lock(m) == 0)
 		return 0;
 	sb_mutex_lock f;

@@ -132,7 +132,7 @@ static size_t sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
 		n -= owed;
 		sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 		if (sb_wake_batch_is_full(b))
-			sb_waitq_flush_lone(&s->q, b);
+			sb_waitq_flush(&s->q, b);
 	}
 	return sb_waitq_is_empty(q) ? n : 0;
 }
@@ -199,19 +199,18 @@ void sb_semaphore_close(sb_semaphore *s)
 	sb_waitq *q = &s->q;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	size_t returned = 0;
 
-	/* Closed from the moment we hold the lock: no waiter queues after. */
+	/* Closed from the moment we hold the lock (the CAS that takes it sets
+	 * SEM_CLOSED, with acq_rel: it is read without the lock), and every
+	 * waiter completed with -ESHUTDOWN from then on. */
 	sb_waitq_lock_lone(&s->q, SEM_CLOSED);
-	sb_waiter *w;
-	while ((w = sb_waitq_front(q)) != NULL) {
-		sb_semaphore_acquire *f = SB_CONTAINER_OF(w, sb_semaphore_acquire, waiter);
-		returned += f->permits - sb_waiter_remaining_locked(w);
-		sb_waitq_detach(q, w, SB_WAITER_CLOSED, &batch);
-		if (sb_wake_batch_is_full(&batch))
-			sb_waitq_flush_lone(&s->q, &batch);
-	}
 	/* Only the head ever holds a partial grant, so `returned` < max. */
+	size_t returned = 0;
+	sb_waiter *head = sb_waitq_front(q);
+	if (head)
+		returned = SB_CONTAINER_OF(head, sb_semaphore_acquire, waiter)->permits -
+			   sb_waiter_remaining_locked(head);
+	sb_waitq_release_all(q, SB_WAITER_CLOSED, &batch);
 	sb_waitq_unlock_update(q, 0, returned * SEM_ONE);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
@@ -240,8 +239,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	size_t state = sem_load(s);
 	for (;;) {
 		if (state & SEM_CLOSED) {
-			if (clone.vtable)
-				sb_waker_drop(clone);
+			sb_waker_drop_if(clone);
 			return -ESHUTDOWN;
 		}
 		if (n == 0)
@@ -253,13 +251,17 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 		size_t count = sem_count(state);
 		size_t next;
 		if (state & SB_WAITQ_NONEMPTY) {
-			next = sb_waitq_locked(state, 0); /* others wait: queue behind them */
+			/* others wait: queue behind them (cloning before the lock,
+			 * as every registration does: a clone may re-enter) */
+			sb_waker_clone_once(w, &clone);
+			next = sb_waitq_locked(state, 0);
 		} else if (count >= n) {
 			next = state - n * SEM_ONE;
 		} else if (n - count == 1 && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
 		} else {
+			sb_waker_clone_once(w, &clone);
 			next = (state - count * SEM_ONE) | SB_QLOCK_HELD;
 		}
 		/* acq_rel: acquire, we take permits released by others or the lock;
@@ -267,7 +269,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
 			return sb_waitq_finish_first_poll(&s->q, node, state, next, clone,
-							  n - count, w);
+							  n - count);
 	}
 }
 

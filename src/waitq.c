@@ -10,22 +10,57 @@ void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b)
 {
 	sb_waitq_unlock(q);
 	sb_wake_batch_run(b);
-	sb_waitq_lock(q, 0);
+	sb_waitq_lock_lone(q, 0);
 }
 
-void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b)
+/* Moves every queued waiter onto the list headed by `guard`, emptying the queue. */
+static void waitq_move_to_guard(sb_waitq *q, sb_waiter *guard)
 {
-	sb_waiter *w;
-	while ((w = sb_waitq_front(q)) != NULL && sb_waiter_remaining_locked(w) <= limit) {
-		sb_waitq_detach(q, w, final, b);
+	guard->next = q->head;
+	guard->prev = q->tail;
+	q->head->prev = guard;
+	q->tail->next = guard;
+	q->head = q->tail = NULL;
+}
+
+void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b)
+{
+	if (sb_waitq_is_empty(q))
+		return;
+	/* Every one marked before any is detached: whoever sees one detached
+	 * (the release store in sb_waitq_detach) sees all the marks. */
+	size_t mark = final == SB_WAITER_GRANTED ? SB_WAITER_RELEASED_GRANTED
+						 : SB_WAITER_RELEASED_CLOSED;
+	for (sb_waiter *w = sb_waitq_front(q); w; w = w->next)
+		sb_waiter_set_remaining_locked(w, mark);
+	sb_waiter guard;
+	waitq_move_to_guard(q, &guard);
+	for (;;) {
 		if (sb_wake_batch_is_full(b))
-			sb_waitq_flush(q, b);
+			sb_waitq_flush(q, b); /* owners may unlink themselves meanwhile */
+		if (guard.next == &guard)
+			return;
+		sb_waitq_detach(q, guard.next, final, b);
 	}
+}
+
+/* Under the lock: a released `w` unlinks itself; unlocks and drops its waker. */
+static size_t waitq_leave_released(sb_waitq *q, sb_waiter *w, size_t released, sb_waker clone)
+{
+	sb_waker mine = sb_waitq_unlink(q, w);
+	sb_waitq_unlock(q);
+	sb_waker_drop(mine);
+	sb_waker_drop_if(clone);
+	return sb_waiter_released_final(released);
 }
 
 bool sb_waitq_cancel_held(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker)
 {
 	size_t r = sb_waiter_remaining_locked(w);
+	if (sb_waiter_is_released(r)) {
+		*remaining = waitq_leave_released(q, w, r, SB_NO_WAKER);
+		return false;
+	}
 	*remaining = r;
 	if (!sb_waiter_is_detached(r)) {
 		*waker = sb_waitq_unlink(q, w);
@@ -46,23 +81,34 @@ bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_wak
 	return false;
 }
 
-size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
+size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone)
 {
-	sb_waker old = SB_NO_WAKER;
 	size_t remaining = sb_waiter_remaining_locked(w);
-	if (!sb_waiter_is_detached(remaining) && !sb_waker_will_wake(&w->waker, waker)) {
+	if (sb_waiter_is_released(remaining))
+		return waitq_leave_released(q, w, remaining, clone);
+	sb_waker old = clone;
+	if (!sb_waiter_is_detached(remaining) && remaining != SB_WAITER_WOKEN && clone.vtable) {
 		old = w->waker;
-		w->waker = sb_waker_clone(waker);
+		w->waker = clone;
 	}
 	sb_waitq_unlock(q);
-	sb_waitq_after_unlock(NULL, old);
+	sb_waker_drop_if(old);
 	return remaining;
+}
+
+/* The clone a re-poll registers: none when the waiter keeps its waker. */
+static sb_waker waitq_repoll_clone(const sb_waiter *w, size_t remaining, const sb_waker *waker)
+{
+	if (sb_waiter_is_released(remaining) || sb_waker_will_wake(&w->waker, waker))
+		return SB_NO_WAKER;
+	return sb_waker_clone(waker);
 }
 
 size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
+	sb_waker clone = waitq_repoll_clone(w, sb_waiter_load(w), waker);
 	sb_waitq_lock(q, 0);
-	return sb_waitq_repoll_held(q, w, waker);
+	return sb_waitq_repoll_held(q, w, clone);
 }
 
 /* ------------------------------------------------------------ the lone waiter */
@@ -85,19 +131,11 @@ size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
 			state = sb_qlock_wait(&q->state, state);
 			continue;
 		}
-		/* acquire: the critical section sees what the last holder wrote,
-		 * and a lone node as its owner filled it in before installing it. */
-		if (atomic_compare_exchange_weak_explicit(&q->state, &state, sb_waitq_locked(state, bits),
-							  memory_order_acquire, memory_order_relaxed))
+		/* The CAS's acquire also sees a lone node as its owner filled it
+		 * in before installing it (with release). */
+		if (sb_qlock_try_take(&q->state, &state, sb_waitq_locked(state, bits), bits))
 			return sb_waitq_adopt_lone(q, state);
 	}
-}
-
-void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b)
-{
-	sb_waitq_unlock(q);
-	sb_wake_batch_run(b);
-	sb_waitq_lock_lone(q, 0);
 }
 
 void sb_waitq_grant_lone(sb_waiter *w)
@@ -129,15 +167,17 @@ size_t sb_waitq_lone_settle(sb_waiter *w)
 size_t sb_waitq_repoll_lone(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
 	size_t remaining = sb_waiter_load(w);
-	if (sb_waiter_is_detached(remaining) || sb_waker_will_wake(&w->waker, waker))
+	if (sb_waitq_repoll_is_settled(w, remaining, waker))
 		return remaining;
+	sb_waker clone = waitq_repoll_clone(w, remaining, waker);
 	sb_waitq_lock_lone(q, 0);
 	if (sb_waiter_remaining_locked(w) == SB_WAITER_LONE) {
 		/* Not in the queue: a releaser claimed it and is finishing. */
 		sb_waitq_unlock(q);
+		sb_waker_drop_if(clone);
 		return sb_waitq_lone_settle(w);
 	}
-	return sb_waitq_repoll_held(q, w, waker);
+	return sb_waitq_repoll_held(q, w, clone);
 }
 
 enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,

@@ -20,13 +20,20 @@
  * path whenever HELD or NONEMPTY is set.
  *
  * sb_waiter.remaining is what the waiter is still owed (permits for a
- * semaphore, 1 for a lock or a notification, or a sequence number).  It is
- * the one field the owner reads without the lock, and it says who owns the
- * node:
+ * semaphore, 1 for a lock or a notification).  It is the one field the owner
+ * reads without the lock, and it says who owns the node:
  *
- *   0 < remaining < SB_WAITER_CLOSED   queued: the lock holder owns the node
- *   SB_WAITER_GRANTED (0)              detached, everything granted
- *   SB_WAITER_CLOSED                   detached, completed with an error
+ *   0 < remaining < SB_WAITER_WOKEN
+ *                                 queued: the lock holder owns the node
+ *   SB_WAITER_WOKEN               queued, its waker spent (the mutex's woken
+ *                                 head, src/mutex.c): the owner must act
+ *   SB_WAITER_RELEASED_*          released by a broadcast but still linked
+ *                                 (sb_waitq_release_all): the lock holder
+ *                                 owns the node; an owner that sees this
+ *                                 takes the lock and unlinks it itself
+ *   SB_WAITER_LONE                a lone waiter (below)
+ *   SB_WAITER_GRANTED (0)         detached, everything granted
+ *   SB_WAITER_CLOSED              detached, completed with an error
  *
  * `waker` is written only by the node's owner (when it registers, and when
  * it re-registers under the lock); a lock holder only reads it.  So the
@@ -36,7 +43,9 @@
  * wake batch, and only then storing the final value with release order.
  * From that store on, the owner may free the node, so the lock holder never
  * touches it again; the wakers in the batch are run after the lock is
- * released (a waker may re-enter the primitive).
+ * released, and a registering owner clones its waker before it takes the
+ * lock: no waker callback runs under the lock (any may re-enter the
+ * primitive).
  */
 #ifndef SYNCBAND_SRC_WAITQ_H
 #define SYNCBAND_SRC_WAITQ_H
@@ -63,6 +72,15 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 #define SB_WAITER_CLOSED SIZE_MAX
 /* A lone waiter (below), owed one unit, outside head/tail. */
 #define SB_WAITER_LONE (SIZE_MAX - 1)
+/* Released by sb_waitq_release_all, to become GRANTED or CLOSED; still linked. */
+#define SB_WAITER_RELEASED_GRANTED (SIZE_MAX - 2)
+#define SB_WAITER_RELEASED_CLOSED (SIZE_MAX - 3)
+/*
+ * Still queued, but its registered waker was moved out and woken (the
+ * node keeps a stale copy, never to be woken or dropped): the eventually fair
+ * mutex's woken head.  A re-poll returns it to the caller, untouched.
+ */
+#define SB_WAITER_WOKEN (SIZE_MAX - 4)
 
 /*
  * The lone waiter.  A primitive whose own bits above SB_WAITQ_LONE_SHIFT are
@@ -85,8 +103,15 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 #define SB_WAITQ_LONE_SHIFT 4
 #define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
 
-/* Wakers collected under the lock, run after it; Tokio uses 32 too. */
+/*
+ * Wakers collected under the lock, run after it; Tokio uses 32 too.  The
+ * model-check build uses 2, so that its scenarios reach past a batch.
+ */
+#ifdef SB_MODEL_CHECK
+#define SB_WAKE_BATCH_MAX 2
+#else
 #define SB_WAKE_BATCH_MAX 32
+#endif
 
 typedef struct sb_wake_batch {
 	unsigned count;
@@ -96,6 +121,35 @@ typedef struct sb_wake_batch {
 static inline bool sb_waiter_is_detached(size_t remaining)
 {
 	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED;
+}
+
+/* Released by a broadcast, still linked: the owner must unlink it itself. */
+static inline bool sb_waiter_is_released(size_t remaining)
+{
+	return remaining == SB_WAITER_RELEASED_GRANTED || remaining == SB_WAITER_RELEASED_CLOSED;
+}
+
+/* The final value a released waiter completes with. */
+static inline size_t sb_waiter_released_final(size_t remaining)
+{
+	return remaining == SB_WAITER_RELEASED_GRANTED ? SB_WAITER_GRANTED : SB_WAITER_CLOSED;
+}
+
+/*
+ * Clones `waker` into *clone unless it holds one already: every registration
+ * clones before it takes the queue lock (a clone may re-enter the library),
+ * and keeps the clone across retries of its CAS.
+ */
+static inline void sb_waker_clone_once(const sb_waker *waker, sb_waker *clone)
+{
+	if (!clone->vtable)
+		*clone = sb_waker_clone(waker);
+}
+
+static inline void sb_waker_drop_if(sb_waker w)
+{
+	if (w.vtable)
+		sb_waker_drop(w);
 }
 
 /* The owner's lock-free look at its node. */
@@ -113,7 +167,8 @@ static inline size_t sb_waiter_remaining_locked(const sb_waiter *w)
 
 static inline void sb_waiter_set_remaining_locked(sb_waiter *w, size_t remaining)
 {
-	/* relaxed: the waiter stays queued, so its owner does not act on it. */
+	/* relaxed: the waiter stays linked, so its owner does not act on it
+	 * without taking the lock (a released mark sends it there). */
 	atomic_store_explicit(&w->remaining, remaining, memory_order_relaxed);
 }
 
@@ -172,7 +227,10 @@ static inline bool sb_waitq_may_have_waiters(size_t state)
 	return state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY);
 }
 
-/* Takes the queue lock, also setting `bits`; returns the word before. */
+/*
+ * Takes the queue lock, also setting `bits` (published: see
+ * sb_qlock_try_take); returns the word before.
+ */
 static inline size_t sb_waitq_lock(sb_waitq *q, size_t bits)
 {
 #ifndef NDEBUG
@@ -229,21 +287,19 @@ static inline void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
 {
 	if (b)
 		sb_wake_batch_run(b);
-	if (drop.vtable)
-		sb_waker_drop(drop);
+	sb_waker_drop_if(drop);
 }
 
 /*
- * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding a
- * clone of `waker`.  Fills every field of the node.
+ * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding
+ * `clone` (made before the lock was taken).  Fills every field of the node.
  */
-static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining,
-				 const sb_waker *waker)
+static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
 {
-	assert(!sb_waiter_is_detached(remaining));
+	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN);
 	w->next = NULL;
 	w->prev = q->tail;
-	w->waker = sb_waker_clone(waker);
+	w->waker = clone;
 	sb_waiter_set_remaining_locked(w, remaining);
 	if (q->tail)
 		q->tail->next = w;
@@ -254,7 +310,9 @@ static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining,
 
 /*
  * Under the lock: unlinks a queued `w` and returns its waker, which the
- * caller drops after unlocking.  The node is the caller's again.
+ * caller drops after unlocking.  The node is the caller's again.  Also
+ * unlinks from a broadcast's list (sb_waitq_release_all), where no link is
+ * NULL.
  */
 static inline sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
 {
@@ -300,34 +358,38 @@ static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batc
 }
 
 /*
- * Under the lock: detaches, in FIFO order, every waiter registered with a
- * sequence number (its `remaining`) at most `limit`, publishing `final`.
- * Runs full batches with the lock dropped; waiters that register meanwhile
- * carry larger numbers and stay queued, so the call releases exactly the
- * waiters registered before it.
+ * Under the lock (`b` empty): a broadcast.  Releases every queued waiter
+ * with `final` at once - from the moment the caller took the lock, none of
+ * them can be seen pending - and queues their wakes in `b`, running full
+ * batches with the lock dropped.  The first batch is detached directly; past
+ * it, the rest are marked SB_WAITER_RELEASED_* and moved out of the queue
+ * onto a list headed by a guard node on this call's stack, from which they
+ * are detached a batch at a time.  Their owners may meanwhile cancel or
+ * re-poll: they see the mark, take the lock and unlink themselves from that
+ * list (sb_waitq_cancel_held, sb_waitq_repoll_held).  Waiters that register
+ * while the lock is dropped join the emptied queue and are not released.
+ * Returns with the lock held and `b` possibly non-empty.
  */
-void sb_waitq_detach_through(sb_waitq *q, size_t limit, size_t final, sb_wake_batch *b);
+void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b);
 
 /*
- * Under the lock, when `b` is full: unlock, run the batch, re-lock.  The
- * queue may have changed meanwhile; callers re-read what they need.
+ * Under the lock, when `b` is full: unlock, run the batch, re-lock (a lone
+ * waiter that came meanwhile joins the queue, see below).  The queue may have
+ * changed meanwhile; callers re-read what they need.
  */
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
 
 /* ---- the lone waiter (see the top of the file) */
 
 /*
- * Takes the lock (also setting `bits`) of a queue that may hold a lone
- * waiter, which becomes the queue's only node.  Returns the word as it was,
- * less the lone address.
+ * Takes the lock (also setting `bits`, published as by sb_qlock_try_take) of
+ * a queue that may hold a lone waiter, which becomes the queue's only node.
+ * Returns the word as it was, less the lone address.
  */
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits);
 
 /* Having locked the word from `state` by hand: what sb_waitq_lock_lone does after. */
 size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state);
-
-/* sb_waitq_flush for such a queue. */
-void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b);
 
 /*
  * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
@@ -335,11 +397,9 @@ void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b);
  */
 static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, sb_waker *clone)
 {
-	if (!clone->vtable) {
-		w->next = w->prev = NULL;
-		*clone = sb_waker_clone(waker);
-		w->waker = *clone;
-	}
+	sb_waker_clone_once(waker, clone);
+	w->next = w->prev = NULL;
+	w->waker = *clone;
 	/* relaxed: published by the installing CAS (release). */
 	atomic_store_explicit(&w->remaining, SB_WAITER_LONE, memory_order_relaxed);
 }
@@ -388,21 +448,20 @@ enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
  * The end of a first poll that may wait alone, after its CAS moved the word
  * from `state` to `next`: without the lock, it either installed `w` as the
  * lone waiter (NONEMPTY: pending; `w` keeps `clone`) or took what it wanted
- * (0); with the lock, it moves a lone waiter into the queue, queues `w` owed
- * `owed` and unlocks (pending).  Drops `clone` where `w` does not keep it.
+ * (0: drops `clone`, if it made one); with the lock, it moves a lone waiter
+ * into the queue, queues `w` owed `owed` with `clone` and unlocks (pending).
  */
 static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t state,
-					     size_t next, sb_waker clone, size_t owed,
-					     const sb_waker *waker)
+					     size_t next, sb_waker clone, size_t owed)
 {
-	if (!(next & SB_QLOCK_HELD) && (next & SB_WAITQ_NONEMPTY))
-		return SB_PENDING;
-	if (clone.vtable)
-		sb_waker_drop(clone);
-	if (!(next & SB_QLOCK_HELD))
-		return 0;
+	if (!(next & SB_QLOCK_HELD)) {
+		if (sb_waitq_is_lone(next) && sb_waitq_lone(next) == w)
+			return SB_PENDING;
+		sb_waker_drop_if(clone);
+		return 0; /* (a barging mutex locker may leave others queued) */
+	}
 	sb_waitq_adopt_lone(q, state);
-	sb_waitq_push(q, w, owed, waker);
+	sb_waitq_push(q, w, owed, clone);
 	sb_waitq_unlock(q);
 	return SB_PENDING;
 }
@@ -412,28 +471,47 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
  * *remaining to what it was still owed and *waker to its waker, and returns
  * true WITH THE LOCK HELD; the caller hands on what `w` held, unlocks, and
  * drops the waker (sb_waitq_after_unlock).  Otherwise returns false, lock not
- * held, with *remaining the final state `w` was detached with.
+ * held, with *remaining the final state `w` was detached with (a waiter a
+ * broadcast released but had not reached yet counts as detached: it is
+ * unlinked here and its waker dropped).
  */
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
 /* The second half of sb_waitq_cancel_locked, for a caller that took the lock. */
 bool sb_waitq_cancel_held(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
-/* sb_waitq_repoll() for a waiter still queued: takes the lock. */
+/*
+ * sb_waitq_repoll() for a waiter still queued: clones `waker` if it is a new
+ * one, then takes the lock.
+ */
 size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 
-/* The same for a caller that took the lock; unlocks. */
-size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
+/*
+ * The same for a caller that took the lock, holding `clone` of the new waker
+ * (or none); unlocks.  A waiter a broadcast released unlinks itself and
+ * returns its final value; a WOKEN one is left as it is (clone dropped).
+ */
+size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone);
+
+/* Whether a re-poll that read `remaining` may return it without the lock. */
+static inline bool sb_waitq_repoll_is_settled(const sb_waiter *w, size_t remaining,
+					      const sb_waker *waker)
+{
+	if (sb_waiter_is_detached(remaining))
+		return true;
+	return !sb_waiter_is_released(remaining) && sb_waker_will_wake(&w->waker, waker);
+}
 
 /*
  * Owner's poll of a queued waiter: returns the final value if it was
  * detached, or what it is still owed if `waker` will wake the registered one
- * (one load each, no lock); otherwise re-registers `waker` under the lock.
+ * (one load each, no lock); otherwise re-registers `waker` under the lock,
+ * or, released by a broadcast, unlinks itself and returns the final value.
  */
 static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 {
 	size_t remaining = sb_waiter_load(w);
-	if (sb_waiter_is_detached(remaining) || sb_waker_will_wake(&w->waker, waker))
+	if (sb_waitq_repoll_is_settled(w, remaining, waker))
 		return remaining;
 	return sb_waitq_repoll_queued(q, w, waker);
 }

@@ -158,6 +158,106 @@ static void notify_all_wakes_those_registered_before_and_none_after(void **state
 	assert_int_equal(sb_condvar_destroy(&cv), 0);
 }
 
+/* From the first wake of a notify_all: complete, wait again, notify_one. */
+typedef struct rewait {
+	sb_condvar_wait *first;
+	counting_waker *first_waker;
+	sb_condvar_wait *again;
+	counting_waker *again_waker;
+	bool done;
+} rewait;
+
+static void wait_again_and_notify_one(void *arg)
+{
+	rewait *r = arg;
+	if (r->done)
+		return;
+	r->done = true;
+	sb_condvar_wait *f = r->first;
+	CHECK(poll_with(f, r->first_waker) == 0); /* holds the mutex */
+	sb_condvar_wait_init(r->again, f->cv, f->lock.mutex);
+	CHECK(poll_with(r->again, r->again_waker) == SB_PENDING);
+	sb_condvar_notify_one(f->cv);
+}
+
+/*
+ * notify_all() is atomic for any number of waits: every wait registered
+ * before it is notified from the moment it takes its lock, even those it has
+ * not woken yet (it wakes them in batches of 32, outside the lock).  So a
+ * notify_one() made meanwhile goes to a wait registered after, never to one
+ * that notify_all() already owes - no notification is lost.
+ */
+static void a_notify_one_during_notify_all_goes_to_a_wait_registered_after_it(void **state)
+{
+	(void)state;
+	sb_condvar cv = SB_CONDVAR_INIT;
+	sb_mutex m = SB_MUTEX_INIT;
+	enum { N = 40 }; /* more than one wake batch */
+	sb_condvar_wait f[N], again;
+	counting_waker c[N], ca;
+	counting_waker_init(&ca);
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		start_wait(&f[i], &cv, &m, &c[i]);
+	}
+	rewait r = { &f[0], &c[0], &again, &ca, false };
+	c[0].on_wake = wait_again_and_notify_one;
+	c[0].hook_arg = &r;
+	sb_condvar_notify_all(&cv);
+	assert_true(r.done);
+	/* `again` was notified: it now only waits for the mutex */
+	assert_int_equal(atomic_load(&ca.wakes), 1);
+	for (int i = 1; i < N; i++)
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+	/* (`again`'s first poll gave the mutex up.)  Each re-acquires it in turn. */
+	for (int i = 1; i < N; i++) {
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+	}
+	assert_int_equal(poll_with(&again, &ca), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	assert_int_equal(atomic_load(&ca.live), 0);
+	assert_int_equal(sb_condvar_destroy(&cv), 0);
+}
+
+static void notify_one_of(void *cv)
+{
+	sb_condvar_notify_one(cv);
+}
+
+/*
+ * A waker may re-enter the library from any of its callbacks, clone
+ * included: a registering wait clones before it takes the queue lock.
+ */
+static void a_wait_whose_waker_clone_notifies_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_condvar cv = SB_CONDVAR_INIT;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_condvar_wait a, b;
+	counting_waker ca, cb;
+	counting_waker_init(&ca);
+	counting_waker_init(&cb);
+	start_wait(&a, &cv, &m, &ca);
+	cb.on_clone = notify_one_of;
+	cb.hook_arg = &cv;
+	start_wait(&b, &cv, &m, &cb); /* its clone notifies a, then b registers */
+	assert_int_equal(atomic_load(&ca.wakes), 1);
+	assert_int_equal(poll_with(&a, &ca), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&cb.wakes), 0);
+	sb_condvar_notify_one(&cv);
+	assert_int_equal(poll_with(&b, &cb), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&ca.live) + atomic_load(&cb.live), 0);
+	assert_int_equal(sb_condvar_destroy(&cv), 0);
+	sb_watchdog_stop(&wd);
+}
+
 static void cancel_of_a_notified_waiter_before_repoll_passes_the_notification_on(void **state)
 {
 	(void)state;
@@ -391,6 +491,8 @@ int main(void)
 		cmocka_unit_test(cancel_after_completion_keeps_the_mutex),
 		cmocka_unit_test(blocking_wait_times_out_holding_the_mutex),
 		cmocka_unit_test(producers_and_consumers_with_a_predicate_loop_move_every_item),
+		cmocka_unit_test(a_notify_one_during_notify_all_goes_to_a_wait_registered_after_it),
+		cmocka_unit_test(a_wait_whose_waker_clone_notifies_does_not_deadlock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,6 +218,105 @@ static void set_releases_exactly_the_earlier_waits_even_if_a_waker_resets_and_wa
 	assert_int_equal(poll_wait(&late, &cl), 0);
 }
 
+/* What a wake of one wait saw when it polled another wait of the same set(). */
+typedef struct peek {
+	sb_event_wait *other;
+	counting_waker *other_waker;
+	int seen;
+} peek;
+
+static void poll_the_other_wait(void *arg)
+{
+	peek *p = arg;
+	if (p->seen == SB_PENDING + 1) /* first wake only */
+		p->seen = poll_wait(p->other, p->other_waker);
+}
+
+/*
+ * set() is atomic for any number of waits: from the moment it takes its lock
+ * every earlier wait is released, also those it has not woken yet (it wakes
+ * them in batches of 32, outside the lock).
+ */
+static void a_wait_polled_while_set_is_still_waking_others_is_already_released(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(0);
+	enum { N = 48 }; /* more than one wake batch */
+	sb_event_wait f[N];
+	counting_waker c[N];
+	for (int i = 0; i < N; i++) {
+		counting_waker_init(&c[i]);
+		sb_event_wait_init(&f[i], &e);
+		assert_int_equal(poll_wait(&f[i], &c[i]), SB_PENDING);
+	}
+	peek p = { &f[N - 1], &c[N - 1], SB_PENDING + 1 };
+	c[0].on_wake = poll_the_other_wait;
+	c[0].hook_arg = &p;
+	sb_event_set(&e);
+	assert_int_equal(p.seen, 0); /* not SB_PENDING */
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(poll_wait(&f[i], &c[i]), 0);
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	}
+	/* the last one completed by its own poll: set() never woke it */
+	assert_int_equal(atomic_load(&c[N - 1].wakes), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void set_the_event(void *e)
+{
+	sb_event_set(e);
+}
+
+static void set_the_auto_event(void *e)
+{
+	sb_auto_event_set(e);
+}
+
+/*
+ * A waker may re-enter the library from any of its callbacks, clone
+ * included: a registering wait clones before it takes the queue lock.
+ */
+static void a_wait_whose_waker_clone_sets_the_event_completes_without_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_event e = SB_EVENT_INIT(0);
+	counting_waker c;
+	counting_waker_init(&c);
+	c.on_clone = set_the_event;
+	c.hook_arg = &e;
+	sb_event_wait f;
+	sb_event_wait_init(&f, &e);
+	assert_int_equal(poll_wait(&f, &c), 0); /* set by its own clone */
+	assert_int_equal(atomic_load(&c.clones), 1);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+	sb_watchdog_stop(&wd);
+}
+
+static void repolling_a_wait_with_a_new_waker_whose_clone_sets_the_event_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on re-poll");
+	sb_event e = SB_EVENT_INIT(0);
+	counting_waker old, fresh;
+	counting_waker_init(&old);
+	counting_waker_init(&fresh);
+	fresh.on_clone = set_the_event;
+	fresh.hook_arg = &e;
+	sb_event_wait f;
+	sb_event_wait_init(&f, &e);
+	assert_int_equal(poll_wait(&f, &old), SB_PENDING);
+	assert_int_equal(poll_wait(&f, &fresh), 0);
+	assert_int_equal(atomic_load(&old.wakes), 1);
+	assert_int_equal(atomic_load(&old.live) + atomic_load(&fresh.live), 0);
+	assert_int_equal(sb_event_destroy(&e), 0);
+	sb_watchdog_stop(&wd);
+}
+
 static void cancel_of_a_manual_wait_leaves_the_others(void **state)
 {
 	(void)state;
@@ -361,6 +460,33 @@ static void cancelled_auto_wait_without_the_signal_takes_nothing(void **state)
 	assert_int_equal(sb_auto_event_try_wait(&e), 0);
 }
 
+static void a_queued_auto_wait_whose_waker_clone_sets_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_auto_event e = SB_AUTO_EVENT_INIT(0);
+	counting_waker first, second;
+	counting_waker_init(&first);
+	counting_waker_init(&second);
+	second.on_clone = set_the_auto_event;
+	second.hook_arg = &e;
+	sb_auto_event_wait a, b;
+	sb_auto_event_wait_init(&a, &e);
+	sb_auto_event_wait_init(&b, &e);
+	assert_int_equal(poll_auto(&a, &first), SB_PENDING);
+	/* b queues behind a; its clone's set() hands a the signal */
+	assert_int_equal(poll_auto(&b, &second), SB_PENDING);
+	assert_int_equal(atomic_load(&first.wakes), 1);
+	assert_int_equal(poll_auto(&a, &first), 0);
+	sb_auto_event_set(&e);
+	assert_int_equal(atomic_load(&second.wakes), 1);
+	assert_int_equal(poll_auto(&b, &second), 0);
+	assert_int_equal(atomic_load(&first.live) + atomic_load(&second.live), 0);
+	assert_int_equal(sb_auto_event_try_wait(&e), -EAGAIN);
+	sb_watchdog_stop(&wd);
+}
+
 static void blocking_auto_wait_times_out_then_takes_a_signal(void **state)
 {
 	(void)state;
@@ -412,6 +538,70 @@ static void *fan_waiter(void *p)
 	}
 	CHECK(atomic_load(&c.live) == 0);
 	return NULL;
+}
+
+/*
+ * What set() wrote before is visible to a thread that sees the event set,
+ * lock-free (is_set) or through a wait's first poll - also when set() takes
+ * its slow path because a wait is queued.  Meaningful under ThreadSanitizer,
+ * which reports the race on `payload` if EV_SET is published without a
+ * release operation.
+ */
+typedef struct publish {
+	sb_event e;
+	int payload;
+	int round;
+} publish;
+
+static void *publish_setter(void *p)
+{
+	publish *x = p;
+	x->payload = x->round;
+	sb_event_set(&x->e);
+	return NULL;
+}
+
+static void *publish_reader(void *p)
+{
+	publish *x = p;
+	if (x->round % 2) {
+		while (!sb_event_is_set(&x->e))
+			sched_yield();
+	} else {
+		sb_event_wait f;
+		sb_event_wait_init(&f, &x->e);
+		sb_waker noop = sb_waker_noop();
+		while (sb_event_wait_poll(&f, &noop) == SB_PENDING) {
+			sb_event_wait_cancel(&f);
+			sched_yield();
+			sb_event_wait_init(&f, &x->e);
+		}
+	}
+	CHECK(x->payload == x->round);
+	return NULL;
+}
+
+static void a_reader_that_sees_the_event_set_sees_what_the_setter_wrote(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 240, "event publication");
+	for (int round = 1; round <= 500; round++) {
+		publish x = { .round = round };
+		sb_event_init(&x.e, false);
+		sb_event_wait queued; /* so that set() takes its slow path */
+		sb_event_wait_init(&queued, &x.e);
+		sb_waker noop = sb_waker_noop();
+		assert_int_equal(sb_event_wait_poll(&queued, &noop), SB_PENDING);
+		pthread_t setter, reader;
+		assert_int_equal(pthread_create(&reader, NULL, publish_reader, &x), 0);
+		assert_int_equal(pthread_create(&setter, NULL, publish_setter, &x), 0);
+		pthread_join(setter, NULL);
+		pthread_join(reader, NULL);
+		assert_int_equal(sb_event_wait_poll(&queued, &noop), 0);
+		assert_int_equal(sb_event_destroy(&x.e), 0);
+	}
+	sb_watchdog_stop(&wd);
 }
 
 static void fan_out_of_sixteen_waiters_across_threads_releases_all_each_round(void **state)
@@ -515,6 +705,11 @@ int main(void)
 		cmocka_unit_test(blocking_auto_wait_times_out_then_takes_a_signal),
 		cmocka_unit_test(fan_out_of_sixteen_waiters_across_threads_releases_all_each_round),
 		cmocka_unit_test(waits_racing_set_and_reset_are_all_released),
+		cmocka_unit_test(a_wait_polled_while_set_is_still_waking_others_is_already_released),
+		cmocka_unit_test(a_wait_whose_waker_clone_sets_the_event_completes_without_deadlock),
+		cmocka_unit_test(repolling_a_wait_with_a_new_waker_whose_clone_sets_the_event_does_not_deadlock),
+		cmocka_unit_test(a_queued_auto_wait_whose_waker_clone_sets_does_not_deadlock),
+		cmocka_unit_test(a_reader_that_sees_the_event_set_sees_what_the_setter_wrote),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <syncband/mutex.h>
 
 #include "check.h"
+#include "clock.h"
 #include "counting_waker.h"
 #include "watchdog.h"
 
@@ -56,10 +57,10 @@ static void unlock_of_an_unlocked_mutex_is_refused(void **state)
 	assert_int_equal(sb_mutex_unlock(&m), -EPERM);
 }
 
-static void queued_lockers_get_the_mutex_in_fifo_order(void **state)
+static void a_fifo_mutex_hands_itself_to_queued_lockers_in_order(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
 	enum { N = 5 };
 	sb_mutex_lock f[N];
 	counting_waker c[N];
@@ -85,10 +86,11 @@ static void queued_lockers_get_the_mutex_in_fifo_order(void **state)
 	assert_int_equal(sb_mutex_destroy(&m), 0);
 }
 
-static void try_lock_never_succeeds_while_a_waiter_is_handed_the_lock(void **state)
+static void a_fifo_mutex_refuses_try_lock_while_a_waiter_is_handed_the_lock(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m;
+	sb_mutex_init_fifo(&m);
 	sb_mutex_lock f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -157,7 +159,7 @@ static void cancel_of_the_last_queued_locker_lets_unlock_free_the_mutex(void **s
 static void cancel_after_handoff_passes_the_lock_to_the_next_waiter(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
 	sb_mutex_lock a, b;
 	counting_waker ca, cb;
 	counting_waker_init(&ca);
@@ -179,7 +181,7 @@ static void cancel_after_handoff_passes_the_lock_to_the_next_waiter(void **state
 static void cancel_after_handoff_with_nobody_behind_unlocks(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
 	sb_mutex_lock a;
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	sb_mutex_lock_init(&a, &m);
@@ -230,6 +232,271 @@ static void a_different_waker_replaces_the_old_one(void **state)
 	assert_int_equal(atomic_load(&second.wakes), 1);
 	assert_int_equal(atomic_load(&first.wakes), 0);
 	assert_int_equal(poll_with(&f, &second), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+}
+
+static void unlock_the_mutex(void *m)
+{
+	assert_int_equal(sb_mutex_unlock(m), 0);
+}
+
+/*
+ * A waker may re-enter the library from any of its callbacks, clone
+ * included: a locker queueing behind a lone waiter clones before it takes
+ * the queue lock, so a clone that unlocks finds the lock free.
+ */
+static void a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
+	counting_waker first, second;
+	counting_waker_init(&first);
+	counting_waker_init(&second);
+	second.on_clone = unlock_the_mutex;
+	second.hook_arg = &m;
+	sb_mutex_lock a, b;
+	sb_mutex_lock_init(&a, &m);
+	sb_mutex_lock_init(&b, &m);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&a, &first), SB_PENDING);
+	/* the clone's unlock hands the mutex to a; b waits behind it */
+	assert_int_equal(poll_with(&b, &second), SB_PENDING);
+	assert_int_equal(atomic_load(&first.wakes), 1);
+	assert_int_equal(poll_with(&a, &first), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&second.wakes), 1);
+	assert_int_equal(poll_with(&b, &second), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&first.live) + atomic_load(&second.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb_watchdog_stop(&wd);
+}
+
+/* --- eventually fair mode (the default) --- */
+
+/* The library's clock, moved by hand (src/clock.h). */
+static uint64_t fake_now = 1000;
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+/* A mutex held by the caller with `n` lockers queued behind it. */
+static void hold_with_queued(sb_mutex *m, int n, sb_mutex_lock *f, counting_waker *c)
+{
+	assert_int_equal(sb_mutex_try_lock(m), 0);
+	for (int i = 0; i < n; i++) {
+		counting_waker_init(&c[i]);
+		sb_mutex_lock_init(&f[i], m);
+		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
+	}
+}
+
+static void an_unlock_with_waiters_frees_the_mutex_and_wakes_only_the_oldest(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[3];
+	counting_waker c[3];
+	hold_with_queued(&m, 3, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m)); /* released, not handed over */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(atomic_load(&c[1].wakes) + atomic_load(&c[2].wakes), 0);
+	for (int i = 0; i < 3; i++) { /* nobody barges: FIFO order */
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+		for (int j = i + 1; j < 3; j++)
+			assert_int_equal(poll_with(&f[j], &c[j]), SB_PENDING);
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+static void a_locker_may_take_the_mutex_before_the_woken_waiter_runs(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1], barger;
+	counting_waker c[1], cb;
+	counting_waker_init(&cb);
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0); /* barges */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	sb_mutex_lock_init(&barger, &m);
+	assert_int_equal(poll_with(&barger, &cb), 0); /* so does a lock future */
+	assert_int_equal(atomic_load(&cb.clones), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+}
+
+static void unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	for (int i = 0; i < 3; i++) {            /* bargers come and go */
+		assert_int_equal(sb_mutex_try_lock(&m), 0);
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+	}
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+}
+
+static void a_woken_waiter_that_loses_to_a_barger_stays_at_the_front(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);     /* a barger */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost, re-armed */
+	assert_int_equal(atomic_load(&c[0].clones), 2);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].wakes), 2); /* the front again */
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+}
+
+static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it(void **state)
+{
+	(void)state;
+	sb__clock_set(fake_clock);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost at fake_now */
+	/* within the bound, bargers still pass it */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING);
+	/* past it, unlock hands the mutex over and nobody barges */
+	fake_now += 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
+	sb_mutex_lock late;
+	sb_waker noop = sb_waker_noop();
+	sb_mutex_lock_init(&late, &m);
+	assert_int_equal(sb_mutex_lock_poll(&late, &noop), SB_PENDING); /* queues behind */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	/* the handoff phase goes on for the waiters queued behind it */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	/* ... for one more bound, then bargers may pass again */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the phase's last handoff */
+	assert_int_equal(sb_mutex_lock_poll(&late, &noop), 0);
+	sb_mutex_lock last;
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_mutex_lock_init(&last, &m);
+	assert_int_equal(poll_with(&last, &cl), SB_PENDING);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m)); /* woken, not handed over */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(poll_with(&last, &cl), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(atomic_load(&cl.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb__clock_set(NULL);
+}
+
+static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	sb_mutex_lock_cancel(&f[0]);
+	assert_int_equal(atomic_load(&c[0].live), 0); /* its spent waker: not dropped again */
+	assert_int_equal(atomic_load(&c[0].drops), 0);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+static void cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_mutex_lock_cancel(&f[0]);
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+}
+
+static void cancel_of_the_only_woken_waiter_leaves_the_mutex_free(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	sb_mutex_lock_cancel(&f[0]);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+static void a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1], other;
+	counting_waker_init(&other);
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &other), SB_PENDING); /* lost; now `other` */
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(atomic_load(&c[0].drops), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&other.wakes), 1);
+	assert_int_equal(poll_with(&f[0], &other), 0);
+	assert_int_equal(atomic_load(&other.live), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 }
 
@@ -413,8 +680,8 @@ int main(void)
 		cmocka_unit_test(sizes_fit_the_contract),
 		cmocka_unit_test(static_mutex_locks_and_unlocks),
 		cmocka_unit_test(unlock_of_an_unlocked_mutex_is_refused),
-		cmocka_unit_test(queued_lockers_get_the_mutex_in_fifo_order),
-		cmocka_unit_test(try_lock_never_succeeds_while_a_waiter_is_handed_the_lock),
+		cmocka_unit_test(a_fifo_mutex_hands_itself_to_queued_lockers_in_order),
+		cmocka_unit_test(a_fifo_mutex_refuses_try_lock_while_a_waiter_is_handed_the_lock),
 		cmocka_unit_test(cancel_of_a_queued_locker_leaves_the_others_in_order),
 		cmocka_unit_test(cancel_of_the_last_queued_locker_lets_unlock_free_the_mutex),
 		cmocka_unit_test(cancel_after_handoff_passes_the_lock_to_the_next_waiter),
@@ -424,6 +691,16 @@ int main(void)
 		cmocka_unit_test(blocking_lock_times_out_while_held),
 		cmocka_unit_test(mutual_exclusion_holds_across_threads_so_a_plain_counter_ends_exact),
 		cmocka_unit_test(unlock_racing_the_first_waiter_never_loses_the_wake),
+		cmocka_unit_test(a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock),
+		cmocka_unit_test(an_unlock_with_waiters_frees_the_mutex_and_wakes_only_the_oldest),
+		cmocka_unit_test(a_locker_may_take_the_mutex_before_the_woken_waiter_runs),
+		cmocka_unit_test(unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run),
+		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
+		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
+		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
+		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
+		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),
+		cmocka_unit_test(a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -538,6 +538,68 @@ static void a_different_waker_replaces_the_old_one_which_is_dropped(void **state
 	assert_int_equal(poll_with(&f, &second), 0);
 }
 
+/* --- waker callbacks that re-enter the semaphore --- */
+
+static void release_one_permit(void *sem)
+{
+	assert_int_equal(sb_semaphore_release(sem, 1), 0);
+}
+
+/*
+ * A waker may re-enter the library from any of its callbacks, clone
+ * included: every registration clones before it takes the queue lock.
+ */
+static void a_queued_acquire_whose_waker_clone_releases_a_permit_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	counting_waker first, second;
+	counting_waker_init(&first);
+	counting_waker_init(&second);
+	second.on_clone = release_one_permit;
+	second.hook_arg = &s;
+	sb_semaphore_acquire a, b;
+	sb_semaphore_acquire_init(&a, &s, 1);
+	sb_semaphore_acquire_init(&b, &s, 2);
+	assert_int_equal(poll_with(&a, &first), SB_PENDING);
+	/* b queues behind a; its clone's release pays a first */
+	assert_int_equal(poll_with(&b, &second), SB_PENDING);
+	assert_int_equal(atomic_load(&first.wakes), 1);
+	assert_int_equal(poll_with(&a, &first), 0);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(atomic_load(&second.wakes), 1);
+	assert_int_equal(poll_with(&b, &second), 0);
+	assert_int_equal(atomic_load(&first.live) + atomic_load(&second.live), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	sb_watchdog_stop(&wd);
+}
+
+static void repolling_with_a_new_waker_whose_clone_releases_a_permit_does_not_deadlock(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 30, "re-entrant clone on re-poll");
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	counting_waker old, fresh;
+	counting_waker_init(&old);
+	counting_waker_init(&fresh);
+	fresh.on_clone = release_one_permit;
+	fresh.hook_arg = &s;
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, 2);
+	assert_int_equal(poll_with(&f, &old), SB_PENDING);
+	/* the clone's release grants one of the two; the new waker stays registered */
+	assert_int_equal(poll_with(&f, &fresh), SB_PENDING);
+	assert_int_equal(atomic_load(&old.drops) + atomic_load(&old.wakes), 1);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&fresh.wakes), 1);
+	assert_int_equal(poll_with(&f, &fresh), 0);
+	assert_int_equal(atomic_load(&old.live) + atomic_load(&fresh.live), 0);
+	sb_watchdog_stop(&wd);
+}
+
 /* --- blocking waits --- */
 
 static void blocking_acquire_returns_at_once_when_permits_are_there(void **state)
@@ -644,6 +706,8 @@ int main(void)
 		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
 		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),
 		cmocka_unit_test(blocking_acquire_is_woken_by_close),
+		cmocka_unit_test(a_queued_acquire_whose_waker_clone_releases_a_permit_does_not_deadlock),
+		cmocka_unit_test(repolling_with_a_new_waker_whose_clone_releases_a_permit_does_not_deadlock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@ static void queue_is_fifo_and_unlinks_from_any_position(void **state)
 	sb_waker w = counting_waker_ref(&c);
 	sb_waiter n[4];
 	for (int i = 0; i < 4; i++)
-		sb_waitq_push(&q, &n[i], 1, &w);
+		sb_waitq_push(&q, &n[i], 1, sb_waker_clone(&w));
 	assert_int_equal(atomic_load(&c.clones), 4);
 	sb_waker_drop(sb_waitq_unlink(&q, &n[1])); /* middle */
 	sb_waker_drop(sb_waitq_unlink(&q, &n[3])); /* tail */
@@ -42,8 +42,8 @@ static void detach_publishes_the_final_state_and_defers_the_wake(void **state)
 	counting_waker_init(&c);
 	sb_waker w = counting_waker_ref(&c);
 	sb_waiter a, b;
-	sb_waitq_push(&q, &a, 3, &w);
-	sb_waitq_push(&q, &b, 1, &w);
+	sb_waitq_push(&q, &a, 3, sb_waker_clone(&w));
+	sb_waitq_push(&q, &b, 1, sb_waker_clone(&w));
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	sb_waitq_detach(&q, &a, SB_WAITER_GRANTED, &batch);
@@ -66,7 +66,7 @@ static void repoll_of_a_detached_waiter_returns_its_final_state_without_the_lock
 	counting_waker_init(&c);
 	sb_waker w = counting_waker_ref(&c);
 	sb_waiter a;
-	sb_waitq_push(&q, &a, 1, &w);
+	sb_waitq_push(&q, &a, 1, sb_waker_clone(&w));
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	sb_waitq_detach(&q, &a, SB_WAITER_GRANTED, &batch);
@@ -88,7 +88,7 @@ static void unlock_publishes_whether_anyone_waits_and_keeps_the_primitive_bits(v
 	sb_waiter a;
 	assert_int_equal(sb_waitq_lock(&q, 0), mine);
 	assert_int_equal(atomic_load(&q.state), mine | SB_QLOCK_HELD);
-	sb_waitq_push(&q, &a, 1, &w);
+	sb_waitq_push(&q, &a, 1, sb_waker_clone(&w));
 	sb_waitq_unlock(&q);
 	assert_int_equal(atomic_load(&q.state), mine | SB_WAITQ_NONEMPTY);
 	assert_true(sb_waitq_may_have_waiters(atomic_load(&q.state)));

@@ -10,7 +10,11 @@
  *     completes (returns 0) holding it.
  *   - notify_one() notifies the oldest registered future; notify_all()
  *     notifies every future registered before the call and none registered
- *     after it.  Notifications are not stored when nobody waits.
+ *     after it, atomically: from the moment it takes its internal lock each
+ *     of them counts as notified (it wakes them in batches of 32 outside the
+ *     lock, and a notify_one() made meanwhile goes to a future registered
+ *     after the notify_all(), never to one it already owes).  Notifications
+ *     are not stored when nobody waits.
  *   - A future chosen by notify_one() that is cancelled - before it is polled
  *     again, or while it re-acquires the mutex - passes the notification on to
  *     the next registered future.

@@ -9,10 +9,12 @@
  *     when set() detaches it, not when its owner polls again.
  *   - A wait registers on its first poll, so set(); reset(); before that poll
  *     does not release it.
- *   - set() detaches waiters in batches of up to 32 and wakes each batch
- *     after detaching it, with its internal lock released; it releases
- *     exactly the waiters registered before it, even if reset() or new waits
- *     run while it wakes.
+ *   - set() is atomic for any number of waits: from the moment it takes its
+ *     internal lock, every wait registered before it is released (a poll of
+ *     any of them returns 0, even one that set() has not woken yet), and no
+ *     wait registered after it is (after a reset() made while it still
+ *     wakes, new waits wait for the next set()).  It wakes them in batches
+ *     of up to 32, with the lock released; nothing allocates.
  *   - is_set() is a single atomic load.
  *
  * Auto-reset event (sb_auto_event)
@@ -22,8 +24,10 @@
  *     wait.  A wait cancelled after it was handed the signal passes it to the
  *     next wait, or stores it again.
  *
- * Memory ordering (both): a set() happens-before every wait or try_wait that
- * it lets complete.
+ * Memory ordering (both): a set() happens-before every wait, try_wait or
+ * is_set that it lets complete or return true (for the manual-reset event,
+ * also a set() that found the event set already: a reader that sees the event
+ * set sees what every set() before it wrote).
  *
  * Thread safety: every function may be called from any thread concurrently,
  * except init/destroy; one future is driven by one thread at a time.

@@ -11,9 +11,10 @@
  * A pending future holds one clone of the waker it was last polled with and
  * the primitive wakes or drops that clone exactly once.  Polling again with a
  * waker for which sb_waker_will_wake() is true clones nothing; polling with a
- * different waker clones the new one and drops the old one.  Wakes and drops
- * happen outside the primitive's internal lock, so a waker may re-enter the
- * library.  A waker may be invoked from any thread.
+ * different waker clones the new one and drops the old one.  No waker
+ * callback - clone, wake, wake_by_ref or drop - runs under a primitive's
+ * internal lock (a future clones its waker before it takes the lock), so any
+ * of them may re-enter the library.  A waker may be invoked from any thread.
  *
  * `cancel` is the destructor: it unlinks a pending future and hands on what it
  * was granted but did not consume.  After it returns the future's memory may

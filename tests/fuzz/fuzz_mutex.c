@@ -2,19 +2,30 @@
 /*
  * fuzz_mutex - model-based fuzzing of sb_mutex (see fuzz_common.h).
  *
- * Reference model (include/syncband/mutex.h):
+ * Reference model (include/syncband/mutex.h), for both modes (the first
+ * input byte picks one) and a clock the input moves (OP_TIME):
  *   locked    the mutex is held (by a task, or handed to a future that has
  *             not observed it yet)
- *   queue     FIFO of queued lock futures
- *   try_lock     locked: -EBUSY; else locked, 0
- *   unlock       not locked: -EPERM; queued futures: the oldest is handed
- *                the mutex (woken), it stays locked; else unlocked
+ *   queue     FIFO of queued lock futures; in eventually fair mode the head
+ *             may be "woken" (its waker spent), and each future remembers
+ *             when it first lost the mutex to a barger
+ *   try_lock     locked: -EBUSY; else locked, 0 (in FIFO mode the mutex is
+ *                never unlocked while futures are queued)
+ *   unlock       not locked: -EPERM; nobody queued: unlocked; else hand the
+ *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
+ *                in a handoff phase, or the oldest lost more than the bound
+ *                ago (which starts a phase of one more bound, or until the
+ *                queue empties by a handoff or a cancel); else unlocked,
+ *                and the oldest woken unless it is already
  *   first poll   unlocked: lock, 0; else queue, SB_PENDING
- *   later poll   SB_PENDING while queued (waker replacement); 0 once handed
- *                the mutex, and again on every later poll; -ECANCELED after
- *                cancel
- *   cancel       queued: leave the queue (drop the waker); handed but not
- *                observed: pass the mutex on (as unlock); idle, done: nothing
+ *   later poll   SB_PENDING while queued (waker replacement); a woken head
+ *                takes a free mutex (0) or re-registers, remembering when it
+ *                first lost; 0 once handed the mutex, and again on every later
+ *                poll; -ECANCELED after cancel
+ *   cancel       queued: leave the queue (drop the waker; a woken head's is
+ *                spent, and it passes the wake to the next if the mutex is
+ *                free); handed but not observed: pass the mutex on (as
+ *                unlock); idle, done: nothing
  *   destroy      -EBUSY while locked or waited on (the mutex keeps working)
  *   is_locked    locked
  * The fuzzer unlocks only a mutex that is unlocked (-EPERM) or held by the
@@ -28,6 +39,8 @@
  */
 #include "fuzz_common.h"
 
+#include "clock.h"
+
 typedef struct slot {
 	int st;
 	sb_mutex_lock *f;
@@ -38,9 +51,20 @@ static sb_mutex *mtx;
 
 static struct {
 	bool locked;
+	bool fifo;
 	int q[FZ_NALL];
 	int qlen;
+	bool woken[FZ_NALL];
+	uint64_t lost_since[FZ_NALL];
+	uint64_t now;
+	uint32_t phase; /* a handoff phase's start (low 32 bits), 0 if none */
 } M;
+
+/* The library's clock is the model's (src/clock.h). */
+static uint64_t model_clock(void)
+{
+	return M.now;
+}
 
 /* ------------------------------------------------------------- the model */
 
@@ -54,24 +78,63 @@ static void q_remove(int s)
 	M.qlen--;
 }
 
-/* The holder lets go: hand to the oldest waiter, or unlock. */
+/* Whether letting go hands the mutex to the oldest waiter `h`. */
+static bool m_hands_off(int h)
+{
+	if (M.fifo)
+		return true;
+	if (!M.phase && !M.lost_since[h])
+		return false;
+	if (M.phase) {
+		if ((uint32_t)M.now - M.phase > SB_MUTEX_FAIRNESS_BOUND_NS)
+			M.phase = 0;
+		return true;
+	}
+	if (M.now - M.lost_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
+		return false;
+	M.phase = (uint32_t)M.now ? (uint32_t)M.now : 1;
+	return true;
+}
+
+/* Wakes the oldest waiter, unless it is woken already. */
+static void m_wake_head(void)
+{
+	int h = M.q[0];
+	if (M.woken[h])
+		return;
+	M.woken[h] = true;
+	fz_wake_registered(h);
+}
+
+/* The holder lets go: hand to the oldest waiter, or unlock (and wake it). */
 static void m_pass(void)
 {
 	FZ_ASSERT_MODEL(M.locked);
 	if (M.qlen == 0) {
 		M.locked = false;
+		M.phase = 0;
 		return;
 	}
 	int h = M.q[0];
-	q_remove(h);
-	S[h].st = FS_DETACHED;
-	fz_wake_registered(h);
+	if (m_hands_off(h)) {
+		q_remove(h);
+		S[h].st = FS_DETACHED;
+		if (!M.woken[h])
+			fz_wake_registered(h); /* a woken one's waker is spent */
+		M.woken[h] = false;
+		if (M.qlen == 0)
+			M.phase = 0; /* the phase ends with the queue */
+		return;
+	}
+	M.locked = false;
+	m_wake_head();
 }
 
 static void step_end(void)
 {
 	fz_step_check_wakers();
-	FZ_ASSERT_MODEL(M.locked || M.qlen == 0);
+	/* A free mutex with futures queued has woken the oldest (fair mode). */
+	FZ_ASSERT_MODEL(M.locked || M.qlen == 0 || (!M.fifo && M.woken[M.q[0]]));
 	FZ_EXPECT("sb_mutex_is_locked", M.locked, sb_mutex_is_locked(mtx));
 }
 
@@ -83,12 +146,15 @@ static void new_mutex(bool static_init)
 {
 	mtx = fz_xmalloc(sizeof *mtx);
 	if (static_init)
-		*mtx = (sb_mutex)SB_MUTEX_INIT;
+		*mtx = M.fifo ? (sb_mutex)SB_MUTEX_INIT_FIFO : (sb_mutex)SB_MUTEX_INIT;
+	else if (M.fifo)
+		FZ_EXPECT_RES("sb_mutex_init_fifo", 0, sb_mutex_init_fifo(mtx));
 	else
 		FZ_EXPECT_RES("sb_mutex_init", 0, sb_mutex_init(mtx));
 	fz_locks[0] = FZ_LOCKWORD(mtx);
 	M.locked = false;
 	M.qlen = 0;
+	M.phase = 0;
 }
 
 static void op_init(int s)
@@ -100,6 +166,8 @@ static void op_init(int s)
 	S[s].f = fz_xmalloc(sizeof *S[s].f);
 	sb_mutex_lock_init(S[s].f, mtx);
 	S[s].st = FS_IDLE;
+	M.woken[s] = false;
+	M.lost_since[s] = 0;
 	step_end();
 }
 
@@ -124,8 +192,21 @@ static void op_poll(int s, fz_wid w)
 		}
 		break;
 	case FS_QUEUED:
-		fz_reregister(s, w);
 		exp = SB_PENDING;
+		if (!M.woken[s]) {
+			fz_reregister(s, w);
+		} else if (!M.locked) { /* a woken head takes the free mutex */
+			q_remove(s);
+			M.woken[s] = false;
+			M.locked = true;
+			x->st = FS_DONE;
+			exp = 0;
+		} else { /* lost to a barger: at the front again */
+			if (!M.lost_since[s])
+				M.lost_since[s] = M.now ? M.now : 1;
+			M.woken[s] = false;
+			fz_register(s, w);
+		}
 		break;
 	case FS_DETACHED:
 		x->st = FS_DONE;
@@ -155,7 +236,15 @@ static void op_cancel(int s, bool free_it)
 		break;
 	case FS_QUEUED:
 		q_remove(s);
-		fz_drop_registered(s);
+		if (M.qlen == 0)
+			M.phase = 0; /* the phase ends with the queue */
+		if (M.woken[s]) { /* its waker is spent; the wake goes on */
+			M.woken[s] = false;
+			if (!M.locked && M.qlen > 0)
+				m_wake_head();
+		} else {
+			fz_drop_registered(s);
+		}
 		x->st = FS_CANCELLED;
 		break;
 	case FS_DETACHED:
@@ -207,15 +296,25 @@ static void op_unlock(void)
 	step_end();
 }
 
+/* The clock moves: a little, or past the fairness bound. */
+static void op_time(uint8_t how)
+{
+	uint64_t step = (how & 3) == 0 ? SB_MUTEX_FAIRNESS_BOUND_NS + 1 : (uint64_t)how * 1000;
+	fz_step_begin("clock + %llu ns", (unsigned long long)step);
+	M.now += step;
+	step_end();
+}
+
 static void op_destroy(bool static_init)
 {
-	if (M.locked) {
-		fz_step_begin("destroy() while locked, %d future(s) queued", M.qlen);
+	if (M.locked || M.qlen > 0) {
+		fz_step_begin("destroy() while locked or waited on, %d future(s) queued", M.qlen);
 		FZ_EXPECT_RES("sb_mutex_destroy", -EBUSY, sb_mutex_destroy(mtx));
 		step_end();
 		return;
 	}
-	fz_step_begin("destroy(), then %s", static_init ? "SB_MUTEX_INIT" : "sb_mutex_init");
+	fz_step_begin("destroy(), then %s%s", static_init ? "SB_MUTEX_INIT" : "sb_mutex_init",
+		      M.fifo ? " (FIFO)" : "");
 	FZ_EXPECT_RES("sb_mutex_destroy", 0, sb_mutex_destroy(mtx));
 	for (int s = 0; s < FZ_NALL; s++) {
 		FZ_ASSERT_MODEL(S[s].st != FS_QUEUED && S[s].st != FS_DETACHED);
@@ -254,11 +353,11 @@ static void op_poll_all(uint8_t wbyte)
 
 enum {
 	OP_INIT, OP_POLL, OP_CANCEL, OP_TRY, OP_UNLOCK, OP_DESTROY, OP_CROWD,
-	OP_CANCEL_CROWD, OP_POLL_ALL,
+	OP_CANCEL_CROWD, OP_POLL_ALL, OP_TIME,
 };
 
 static const uint8_t ops[16] = {
-	OP_INIT, OP_INIT, OP_POLL, OP_POLL, OP_POLL, OP_POLL, OP_CANCEL, OP_CANCEL,
+	OP_INIT, OP_INIT, OP_POLL, OP_POLL, OP_POLL, OP_POLL, OP_CANCEL, OP_TIME,
 	OP_TRY, OP_UNLOCK, OP_UNLOCK, OP_UNLOCK, OP_DESTROY, OP_CROWD, OP_CANCEL_CROWD,
 	OP_POLL_ALL,
 };
@@ -272,7 +371,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		S[s] = (slot){ .st = FS_UNUSED };
 
 	uint8_t b0 = fz_byte(&in);
-	fz_step_begin("mutex %s", (b0 & 1) ? "SB_MUTEX_INIT" : "sb_mutex_init");
+	M.fifo = b0 & 2;
+	M.now = 1000;
+	sb__clock_set(model_clock);
+	fz_step_begin("mutex %s%s", (b0 & 1) ? "SB_MUTEX_INIT" : "sb_mutex_init",
+		      M.fifo ? " (FIFO)" : " (eventually fair)");
 	new_mutex(b0 & 1);
 	step_end();
 
@@ -311,6 +414,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_POLL_ALL:
 			op_poll_all(fz_byte(&in));
+			break;
+		case OP_TIME:
+			op_time(fz_byte(&in));
 			break;
 		}
 	}

@@ -22,6 +22,7 @@
 
 #include <syncband/syncband.h>
 
+#include "clock.h"
 #include "sched.h"
 
 /* Under the weak model: a clone happens-before every use of that clone. */
@@ -380,13 +381,26 @@ typedef struct mutex_ctx {
 	int payload;
 } mutex_ctx;
 
-static void mutex_setup_locked(void *p)
+static void mutex_setup_locked_in(void *p, bool fifo)
 {
 	mutex_ctx *c = p;
-	sb_mutex_init(&c->m);
+	if (fifo)
+		sb_mutex_init_fifo(&c->m);
+	else
+		sb_mutex_init(&c->m);
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	counting_waker_init(&c->w[0]);
 	counting_waker_init(&c->w[1]);
+}
+
+/* Eventually fair (the default), and strict FIFO: every scenario runs on both. */
+static void mutex_setup_locked(void *p)
+{
+	mutex_setup_locked_in(p, false);
+}
+static void mutex_setup_locked_fifo(void *p)
+{
+	mutex_setup_locked_in(p, true);
 }
 
 /*
@@ -425,14 +439,22 @@ static void mtx1_check(void *p)
 }
 
 /* cancel of the head racing the unlock that hands it the mutex. */
-static void mtx2_setup(void *p)
+static void mutex_queue_two(mutex_ctx *c)
 {
-	mutex_ctx *c = p;
-	mutex_setup_locked(p);
 	for (int i = 0; i < 2; i++) {
 		sb_mutex_lock_init(&c->f[i], &c->m);
 		MODEL_CHECK(poll_lock(&c->f[i], &c->w[i]) == SB_PENDING);
 	}
+}
+static void mtx2_setup(void *p)
+{
+	mutex_setup_locked(p);
+	mutex_queue_two(p);
+}
+static void mtx2_setup_fifo(void *p)
+{
+	mutex_setup_locked_fifo(p);
+	mutex_queue_two(p);
 }
 static void mtx2_t0(void *p)
 {
@@ -457,6 +479,116 @@ static void mtx3_setup(void *p)
 	sb_mutex_lock_init(&c->f[0], &c->m);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING);
 }
+static void mtx3_setup_fifo(void *p)
+{
+	mutex_ctx *c = p;
+	mutex_setup_locked_fifo(p);
+	sb_mutex_lock_init(&c->f[0], &c->m);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING);
+}
+
+/* --- eventually fair mode: barging, woken waiters, the switch to handoff */
+
+/* A barger: takes the mutex if free, and gives it back. */
+static void mtx_barger(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[1] = sb_mutex_try_lock(&c->m);
+	if (c->r[1] == 0)
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+
+/* A lone waiter; unlock (wake it) racing a barger. */
+static void mtx4_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) >= 1); /* woken; if it lost, woken again */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/* Two queued, the first woken: its retry racing a barger. */
+static void mtx5_setup(void *p)
+{
+	mtx2_setup(p);
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+}
+static void mtx5_t0(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+}
+static void mtx5_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[0] == SB_PENDING) {
+		/* lost to the barger: still at the front, woken by its unlock */
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	} else {
+		MODEL_CHECK(c->r[0] == 0);
+	}
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0); /* one woken at a time */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* The first woken waiter cancelled, racing a barger: the wake is passed on. */
+static void mtx6_t0(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_cancel(&c->f[0]);
+}
+static void mtx6_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* The model's clock, moved by the setup (src/clock.h). */
+static uint64_t model_now;
+static uint64_t model_clock(void)
+{
+	return model_now;
+}
+
+/* The first waiter lost to a barger more than the bound ago: the holder's
+ * unlock (hand-off) racing a barger, which must never get in. */
+static void mtx7_setup(void *p)
+{
+	mutex_ctx *c = p;
+	sb__clock_set(model_clock);
+	model_now = 1000;
+	mtx5_setup(p);
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
+	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+}
+static void mtx7_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(c->r[1] == -EBUSY);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	sb__clock_set(NULL);
+}
 static void mtx3_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -470,7 +602,7 @@ static void mtx3_check(void *p)
  * unlock racing a first waiter (lone) and a second (which moves the first
  * into the queue): the unlocker wakes a waker that another thread cloned.
  */
-static void mtx4_t2(void *p)
+static void mtx8_t2(void *p)
 {
 	mutex_ctx *c = p;
 	sb_mutex_lock_init(&c->f[1], &c->m);
@@ -478,21 +610,24 @@ static void mtx4_t2(void *p)
 	if (c->r[1] == 0)
 		consume(&c->payload);
 }
-static void mtx4_check(void *p)
+static void mtx8_check(void *p)
 {
 	mutex_ctx *c = p;
+	/* One unlock: at most one wake.  FIFO hands the mutex to the woken
+	 * waiter; a fair unlock leaves it free for whoever polls first, which
+	 * may be the other (a barger), so the woken one may lose and re-arm. */
 	int holders = 0;
+	for (int i = 0; i < 2; i++)
+		holders += c->r[i] == 0;
 	for (int i = 0; i < 2; i++) {
-		/* woken once at most; re-polled by mtx1_t0 already for f[0] */
-		int wakes = atomic_load(&c->w[i].wakes);
-		MODEL_CHECK(wakes <= 1);
-		if (c->r[i] == 0 || wakes == 1) {
-			MODEL_CHECK(poll_lock(&c->f[i], &c->w[i]) == 0);
+		MODEL_CHECK(atomic_load(&c->w[i].wakes) <= 1);
+		if (c->r[i] != 0 && atomic_load(&c->w[i].wakes) == 1 && !holders &&
+		    poll_lock(&c->f[i], &c->w[i]) == 0)
 			holders++;
-		} else {
-			sb_mutex_lock_cancel(&c->f[i]);
-		}
 	}
+	for (int i = 0; i < 2; i++)
+		if (poll_lock(&c->f[i], &c->w[i]) != 0)
+			sb_mutex_lock_cancel(&c->f[i]);
 	MODEL_CHECK(holders == 1);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
@@ -842,6 +977,283 @@ static void ae2_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
 }
 
+/* ------------------------------------------------- broadcasts past a batch */
+
+/*
+ * The model build wakes in batches of 2 (src/waitq.h), so three waiters take
+ * a broadcast past its first batch: the rest are marked released and moved
+ * onto its guard list while it wakes the first two with the lock dropped.
+ */
+typedef struct bcast_ctx {
+	sb_event e;
+	sb_condvar cv;
+	sb_mutex m;
+	sb_event_wait f[3];
+	sb_condvar_wait g[4];
+	counting_waker w[4];
+	int seen; /* what a wake saw when it polled a later wait */
+	int cancelled; /* the wait a thread cancels */
+} bcast_ctx;
+
+static void bc_poll_last_event_wait(void *p)
+{
+	bcast_ctx *c = p;
+	if (c->seen == SB_PENDING + 1)
+		c->seen = poll_event(&c->f[2], &c->w[2]);
+}
+
+static void bc_event_setup(void *p)
+{
+	bcast_ctx *c = p;
+	sb_event_init(&c->e, false);
+	for (int i = 0; i < 3; i++) {
+		counting_waker_init(&c->w[i]);
+		sb_event_wait_init(&c->f[i], &c->e);
+		MODEL_CHECK(poll_event(&c->f[i], &c->w[i]) == SB_PENDING);
+	}
+	c->seen = SB_PENDING + 1;
+	c->w[0].on_wake = bc_poll_last_event_wait;
+	c->w[0].hook_arg = c;
+}
+static void bc_event_t0(void *p)
+{
+	bcast_ctx *c = p;
+	sb_event_set(&c->e);
+}
+static void bc_event_t1(void *p)
+{
+	bcast_ctx *c = p;
+	sb_event_wait_cancel(&c->f[1]);
+}
+static void bc_event_t2(void *p)
+{
+	bcast_ctx *c = p;
+	sb_event_reset(&c->e);
+}
+static void bc_event_check(void *p)
+{
+	bcast_ctx *c = p;
+	/* the wake of the first saw the third released, before set() reached it */
+	MODEL_CHECK(c->seen == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) <= 1);
+	MODEL_CHECK(atomic_load(&c->w[2].wakes) <= 1); /* 0 when it left by itself */
+	for (int i = 0; i < 3; i++)
+		MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+}
+
+static void bc_cv_setup(void *p)
+{
+	bcast_ctx *c = p;
+	c->cancelled = 2;
+	sb_condvar_init(&c->cv);
+	sb_mutex_init(&c->m);
+	for (int i = 0; i < 3; i++) {
+		counting_waker_init(&c->w[i]);
+		MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+		sb_condvar_wait_init(&c->g[i], &c->cv, &c->m);
+		MODEL_CHECK(poll_cv(&c->g[i], &c->w[i]) == SB_PENDING);
+	}
+	counting_waker_init(&c->w[3]);
+}
+
+/* From the first wake of notify_all: complete, wait again, notify_one. */
+static void bc_wait_again_and_notify_one(void *p)
+{
+	bcast_ctx *c = p;
+	if (c->seen != SB_PENDING + 1)
+		return;
+	c->seen = poll_cv(&c->g[0], &c->w[0]);
+	if (c->seen != 0)
+		return; /* the mutex is busy: nothing to test from here */
+	sb_condvar_wait_init(&c->g[3], &c->cv, &c->m);
+	MODEL_CHECK(poll_cv(&c->g[3], &c->w[3]) == SB_PENDING);
+	sb_condvar_notify_one(&c->cv);
+}
+
+static void bc_cv_rewait_setup(void *p)
+{
+	bcast_ctx *c = p;
+	bc_cv_setup(p);
+	c->seen = SB_PENDING + 1;
+	c->cancelled = 1; /* one notify_all released, whose cancel passes nothing on */
+	c->w[0].on_wake = bc_wait_again_and_notify_one;
+	c->w[0].hook_arg = c;
+}
+static void bc_cv_t0(void *p)
+{
+	bcast_ctx *c = p;
+	sb_condvar_notify_all(&c->cv);
+}
+static void bc_cv_t1(void *p)
+{
+	bcast_ctx *c = p;
+	sb_condvar_wait_cancel(&c->g[c->cancelled]);
+}
+static void bc_cv_t2(void *p)
+{
+	bcast_ctx *c = p;
+	sb_condvar_notify_one(&c->cv);
+}
+/* Every wait that was not cancelled completes, holding the mutex in turn. */
+static void bc_cv_drain(bcast_ctx *c, int first, int last)
+{
+	for (int i = first; i <= last; i++) {
+		if (i == c->cancelled)
+			continue;
+		MODEL_CHECK(atomic_load(&c->w[i].wakes) >= 1);
+		MODEL_CHECK(poll_cv(&c->g[i], &c->w[i]) == 0);
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	}
+}
+static void bc_cv_check(void *p)
+{
+	bcast_ctx *c = p;
+	bc_cv_drain(c, 0, 1);
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	for (int i = 0; i < 3; i++)
+		MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
+	MODEL_CHECK(sb_condvar_destroy(&c->cv) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+}
+static void bc_cv_rewait_check(void *p)
+{
+	bcast_ctx *c = p;
+	if (c->seen == 0) {
+		/* notify_one went to the wait registered after notify_all, not to
+		 * one notify_all owed: no notification lost */
+		MODEL_CHECK(atomic_load(&c->w[3].wakes) == 1);
+		bc_cv_drain(c, 1, 3); /* g[0] completed in the wake */
+	} else {
+		bc_cv_drain(c, 0, 2);
+	}
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	for (int i = 0; i < 4; i++)
+		MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
+	MODEL_CHECK(sb_condvar_destroy(&c->cv) == 0);
+}
+
+/* ------------------------------------------- waker clones that re-enter */
+
+/*
+ * A clone that re-enters the primitive would deadlock if it ran under the
+ * queue lock; the scheduler reports a deadlock when every thread blocks.
+ */
+static void reenter_release(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void rc_sem_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 1);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING); /* lone */
+	c->w[1].on_clone = reenter_release;
+	c->w[1].hook_arg = c;
+}
+static void rc_sem_t0(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
+	c->r[1] = poll_sem(&c->f[1], &c->w[1]);
+}
+static void rc_sem_check(void *p)
+{
+	sem_ctx *c = p;
+	/* two permits released, two acquires of one: both served, none left */
+	expect_woken_and_ready(&c->f[0], &c->w[0]);
+	if (c->r[1] == SB_PENDING)
+		expect_woken_and_ready(&c->f[1], &c->w[1]);
+	else
+		MODEL_CHECK(c->r[1] == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+static void reenter_unlock(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void rc_mutex_setup(void *p)
+{
+	mutex_ctx *c = p;
+	mutex_setup_locked(p);
+	sb_mutex_lock_init(&c->f[0], &c->m);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lone */
+	c->w[1].on_clone = reenter_unlock; /* the holder's unlock, from a clone */
+	c->w[1].hook_arg = c;
+}
+static void rc_mutex_t0(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_init(&c->f[1], &c->m);
+	c->r[1] = poll_lock(&c->f[1], &c->w[1]);
+}
+static void rc_mutex_t1(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_cancel(&c->f[0]);
+}
+static void rc_mutex_check(void *p)
+{
+	mutex_ctx *c = p;
+	/* f[0] gave up whatever it was handed: f[1] ends holding the mutex */
+	if (c->r[1] == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+		MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	} else {
+		MODEL_CHECK(c->r[1] == 0);
+	}
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+static void reenter_auto_set(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_set(&c->a);
+}
+static void rc_auto_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_init(&c->a, false);
+	for (int i = 0; i < 2; i++) {
+		counting_waker_init(&c->w[i]);
+		sb_auto_event_wait_init(&c->g[i], &c->a);
+	}
+	MODEL_CHECK(poll_auto(&c->g[0], &c->w[0]) == SB_PENDING); /* lone */
+	c->w[1].on_clone = reenter_auto_set;
+	c->w[1].hook_arg = c;
+}
+static void rc_auto_t0(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_auto(&c->g[1], &c->w[1]);
+}
+static void rc_auto_check(void *p)
+{
+	event_ctx *c = p;
+	/* two sets, two waits: both served, no signal left over */
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_auto(&c->g[0], &c->w[0]) == 0);
+	if (c->r1 == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+		MODEL_CHECK(poll_auto(&c->g[1], &c->w[1]) == 0);
+	} else {
+		MODEL_CHECK(c->r1 == 0);
+	}
+	MODEL_CHECK(sb_auto_event_try_wait(&c->a) == -EAGAIN);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+
 /* ---------------------------------------------------------------- scenarios */
 
 static const sb_model_scenario scenarios[] = {
@@ -871,8 +1283,24 @@ static const sb_model_scenario scenarios[] = {
 	  { mtx2_t0, mtx1_t1 }, mtx2_check },
 	{ "mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx), mtx3_setup,
 	  { mtx2_t0, mtx1_t1 }, mtx3_check },
+	{ "fifo mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx),
+	  mutex_setup_locked_fifo, { mtx1_t0, mtx1_t1 }, mtx1_check },
+	{ "fifo mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx),
+	  mtx2_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx2_check },
+	{ "fifo mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx),
+	  mtx3_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx3_check },
+	{ "fair mutex: a barger racing unlock-and-wake of a lone waiter", 2, sizeof(mutex_ctx),
+	  mtx3_setup, { mtx1_t1, mtx_barger }, mtx4_check },
+	{ "fair mutex: the woken waiter's retry racing a barger", 2, sizeof(mutex_ctx),
+	  mtx5_setup, { mtx5_t0, mtx_barger }, mtx5_check },
+	{ "fair mutex: cancel of the woken waiter racing a barger", 2, sizeof(mutex_ctx),
+	  mtx5_setup, { mtx6_t0, mtx_barger }, mtx6_check },
+	{ "fair mutex: the switch to handoff racing a barger", 2, sizeof(mutex_ctx), mtx7_setup,
+	  { mtx1_t1, mtx_barger }, mtx7_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
-	  mutex_setup_locked, { mtx1_t0, mtx1_t1, mtx4_t2 }, mtx4_check },
+	  mutex_setup_locked, { mtx1_t0, mtx1_t1, mtx8_t2 }, mtx8_check },
+	{ "fifo mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
+	  mutex_setup_locked_fifo, { mtx1_t0, mtx1_t1, mtx8_t2 }, mtx8_check },
 	{ "condvar: notify_one racing cancel", 2, sizeof(cv_ctx), cv_setup_two_waits,
 	  { cv1_t0, cv1_t1 }, cv1_check },
 	{ "condvar: wait giving up the mutex racing a notifier", 2, sizeof(cv_ctx), cv2_setup,
@@ -889,6 +1317,19 @@ static const sb_model_scenario scenarios[] = {
 	  { ae1_t0, ae2_t1, ae2_t2 }, ae2_check },
 	{ "auto event: set racing cancel of a lone wait", 2, sizeof(event_ctx), ae3_setup,
 	  { ae1_t0, ae1_t1 }, ae3_check },
+	{ "event: set past a batch racing cancel and reset; a wake polls a later wait", 3,
+	  sizeof(bcast_ctx), bc_event_setup, { bc_event_t0, bc_event_t1, bc_event_t2 },
+	  bc_event_check },
+	{ "condvar: notify_all past a batch racing notify_one and a cancel", 3, sizeof(bcast_ctx),
+	  bc_cv_setup, { bc_cv_t0, bc_cv_t1, bc_cv_t2 }, bc_cv_check },
+	{ "condvar: a wake of notify_all waits again and notifies one, racing a cancel", 2,
+	  sizeof(bcast_ctx), bc_cv_rewait_setup, { bc_cv_t0, bc_cv_t1 }, bc_cv_rewait_check },
+	{ "semaphore: a queued acquire whose clone releases, racing a release", 2,
+	  sizeof(sem_ctx), rc_sem_setup, { rc_sem_t0, sem2_t1 }, rc_sem_check },
+	{ "mutex: a queued locker whose clone unlocks, racing the lone waiter's cancel", 2,
+	  sizeof(mutex_ctx), rc_mutex_setup, { rc_mutex_t0, rc_mutex_t1 }, rc_mutex_check },
+	{ "auto event: a queued wait whose clone sets, racing a set", 2, sizeof(event_ctx),
+	  rc_auto_setup, { rc_auto_t0, ae1_t0 }, rc_auto_check },
 };
 
 /* Kept apart until the fix of issue 10, item 1 has landed (see ev3_setup). */
@@ -1055,7 +1496,7 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_auto_event_set(&e)), 1);
 	assert_int_equal(RMWS(sb_auto_event_wait_poll(&f, &noop)), 0);
 
-	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex m = SB_MUTEX_INIT_FIFO;
 	sb_mutex_lock l;
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	sb_mutex_lock_init(&l, &m);
@@ -1063,6 +1504,17 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_mutex_unlock(&m)), 1);
 	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
+
+	/* Eventually fair: unlock takes the queue lock (adopting the lone
+	 * waiter), marks it woken and releases; its retry takes the queue lock
+	 * with the mutex and leaves the queue. */
+	sb_mutex fair = SB_MUTEX_INIT;
+	assert_int_equal(sb_mutex_try_lock(&fair), 0);
+	sb_mutex_lock_init(&l, &fair);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 1);
+	assert_int_equal(RMWS(sb_mutex_unlock(&fair)), 2);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 2);
+	assert_int_equal(sb_mutex_unlock(&fair), 0);
 }
 
 static void every_scenario_holds_over_random_schedules(void **state)

@@ -3,6 +3,10 @@
  * A waker that counts what the library does with it: every clone must be
  * woken or dropped exactly once, so `live` returns to 0 when nothing waits.
  *
+ * `on_clone` and `on_wake`, when set, run inside clone() and inside wake()
+ * and wake_by_ref() (with `hook_arg`): tests use them to re-enter the library
+ * from a waker callback, which the waker contract allows for all four.
+ *
  * COUNTING_WAKER_CLONED(c), COUNTING_WAKER_USED(c) and COUNTING_WAKER_WOKEN(c),
  * when the includer defines them, run in clone, in wake, wake_by_ref and
  * drop, and in the wakes before counting: the model checker's weak mode
@@ -32,6 +36,9 @@ typedef struct counting_waker {
 	atomic_int wakes;       /* wake + wake_by_ref */
 	atomic_int drops;
 	atomic_int live;        /* clones not yet woken (by value) or dropped */
+	void (*on_clone)(void *hook_arg);
+	void (*on_wake)(void *hook_arg);
+	void *hook_arg;
 } counting_waker;
 
 static sb_waker counting_clone(const void *data);
@@ -41,6 +48,8 @@ static void counting_wake(const void *data)
 	COUNTING_WAKER_USED(c);
 	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
+	if (c->on_wake)
+		c->on_wake(c->hook_arg);
 	atomic_fetch_sub(&c->live, 1);
 }
 static void counting_wake_by_ref(const void *data)
@@ -49,6 +58,8 @@ static void counting_wake_by_ref(const void *data)
 	COUNTING_WAKER_USED(c);
 	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
+	if (c->on_wake)
+		c->on_wake(c->hook_arg);
 }
 static void counting_drop(const void *data)
 {
@@ -66,6 +77,8 @@ static sb_waker counting_clone(const void *data)
 	COUNTING_WAKER_CLONED(c);
 	atomic_fetch_add(&c->clones, 1);
 	atomic_fetch_add(&c->live, 1);
+	if (c->on_clone)
+		c->on_clone(c->hook_arg);
 	return (sb_waker){ &counting_vtable, data };
 }
 
@@ -75,6 +88,8 @@ static inline void counting_waker_init(counting_waker *c)
 	atomic_init(&c->wakes, 0);
 	atomic_init(&c->drops, 0);
 	atomic_init(&c->live, 0);
+	c->on_clone = c->on_wake = NULL;
+	c->hook_arg = NULL;
 }
 
 /* The borrowed waker a poll receives; not itself a counted reference. */

@@ -76,8 +76,8 @@ typedef struct sb_auto_event_wait {
 } sb_auto_event_wait;
 
 /* Static initialisers: `set` is 0 or 1. */
-#define SB_EVENT_INIT(set) { SB_WAITQ_INIT((size_t)((set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
-#define SB_AUTO_EVENT_INIT(set) { SB_WAITQ_INIT((size_t)((set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
+#define SB_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
+#define SB_AUTO_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
 
 /* --- manual-reset --- */
 

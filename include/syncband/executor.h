@@ -54,6 +54,7 @@
 #ifndef SYNCBAND_EXECUTOR_H
 #define SYNCBAND_EXECUTOR_H
 
+#include <syncband/deadline.h>
 #include <syncband/future.h>
 #include <syncband/semaphore.h>
 
@@ -313,18 +314,18 @@ SB_API int sb_sleep_poll(sb_sleep *s, const sb_waker *w);
 SB_API void sb_sleep_cancel(sb_sleep *s);
 
 /*
- * Timeout combinator: drives `inner` through `ops`; if the deadline passes
- * first, cancels it through ops->cancel (so a partial grant is handed on) and
- * completes with -ETIMEDOUT.  Inner completion wins ties: inner is polled
- * before the clock is read.  "acquire with a 5 ms deadline":
+ * Timeout combinator: the core's deadline combinator (syncband/deadline.h)
+ * with this executor's timer.  Drives `inner` through `ops`; once the
+ * deadline has passed, polls it once more and, if it is still pending,
+ * cancels it through ops->cancel (so a partial grant is handed on) and
+ * completes with -ETIMEDOUT.  Inner completion wins ties.  "acquire with a
+ * 5 ms deadline":
  *
  *   sb_timeout_init(&t, &acq, &sb_semaphore_acquire_ops, 5 * SB_NSEC_PER_MSEC);
  */
 typedef struct sb_timeout {
 	sb_sleep sleep;
-	void *inner;
-	const sb_future_ops *ops;
-	int status;
+	sb_deadline deadline;
 } sb_timeout;
 
 /* Deadline = now + `ns`.  Does not poll `inner`. */

@@ -11,15 +11,35 @@
  * A pending future holds one clone of the waker it was last polled with and
  * the primitive wakes or drops that clone exactly once.  Polling again with a
  * waker for which sb_waker_will_wake() is true clones nothing; polling with a
- * different waker clones the new one and drops the old one.  No waker
- * callback - clone, wake, wake_by_ref or drop - runs under a primitive's
- * internal lock (a future clones its waker before it takes the lock), so any
- * of them may re-enter the library.  A waker may be invoked from any thread.
+ * different waker clones the new one and drops the old one.  A waker may be
+ * invoked from any thread.
  *
  * `cancel` is the destructor: it unlinks a pending future and hands on what it
  * was granted but did not consume.  After it returns the future's memory may
  * be freed or reused.  `cancel` on a completed or never-polled future does
  * nothing.  A completed future returns its result again if polled again.
+ *
+ * What a loop author must know about wakers:
+ *
+ *   - A wake or a drop may arrive after poll returned 0 and after cancel
+ *     returned.  The primitive publishes a grant before it runs the wake, so
+ *     the owner can see the grant, complete and free its future while the
+ *     granting thread is still about to call wake (or drop) on the clone it
+ *     took out of the future.  A waker must therefore point at something
+ *     that outlives every clone - a refcounted task - never at memory freed
+ *     when the future completes.  syncband/loop.h provides such a task.
+ *   - A wake means "poll again", not "the next poll completes".  The next
+ *     poll may return SB_PENDING and register again: a condition variable
+ *     wait that was notified re-polls to SB_PENDING while it waits for its
+ *     mutex, and is woken again when the mutex is handed over.
+ *   - A pending future stays where it is: it must not be moved or copied
+ *     (its waiter node is linked into the primitive) until it has completed
+ *     or been cancelled.  Before its first poll, and after it is done, it may.
+ *   - Every waker callback - clone, wake, wake_by_ref and drop - runs outside
+ *     the library's internal locks (a future clones its waker before it takes
+ *     the lock), so each of them may re-enter the library
+ *     (release a permit, poll or cancel another future).  They must not fail
+ *     or wait.
  */
 #ifndef SYNCBAND_FUTURE_H
 #define SYNCBAND_FUTURE_H
@@ -52,8 +72,22 @@ extern "C" {
 #endif
 
 /* The struct of type `type` whose member `member` is at `ptr`. */
+#ifdef __cplusplus
+#define SB_CONTAINER_OF(ptr, type, member)                                     \
+	(reinterpret_cast<type *>(                                             \
+		const_cast<char *>(reinterpret_cast<const char *>(ptr)) -      \
+		offsetof(type, member)))
+#else
 #define SB_CONTAINER_OF(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+/* A conversion usable in static initialisers, in C and in C++. */
+#ifdef __cplusplus
+#define SB_CAST(type, value) (static_cast<type>(value))
+#else
+#define SB_CAST(type, value) ((type)(value))
+#endif
 
 /* poll result: the future is registered and will be woken. */
 #define SB_PENDING 1
@@ -145,7 +179,13 @@ typedef struct sb_waitq {
 	sb_waiter *tail;
 } sb_waitq;
 
+/* In C++ the atomic is list-initialised: copying a std::atomic is ill-formed
+ * before C++17. */
+#ifdef __cplusplus
+#define SB_WAITQ_INIT(state) { { (state) }, NULL, NULL }
+#else
 #define SB_WAITQ_INIT(state) { (state), NULL, NULL }
+#endif
 
 /* Bits 0-2 of the state belong to the queue; a primitive's own start here. */
 #define SB_WAITQ_STATE_SHIFT 3

@@ -54,7 +54,7 @@ typedef struct sb_semaphore {
 } sb_semaphore;
 
 /* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
-#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(((size_t)(n)) << (SB_WAITQ_STATE_SHIFT + 1)) }
+#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, n) << (SB_WAITQ_STATE_SHIFT + 1)) }
 
 /*
  * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is

@@ -172,48 +172,56 @@ void sb_sleep_cancel(sb_sleep *s)
 
 /* ------------------------------------------------------------ timeout */
 
+/* The timeout is an sb_deadline (src/deadline.c) that this sleep expires. */
+
 void sb_timeout_until_init(sb_timeout *t, void *inner, const sb_future_ops *ops,
 			   uint64_t deadline_ns)
 {
 	sb_sleep_until_init(&t->sleep, deadline_ns);
-	t->inner = inner;
-	t->ops = ops;
-	t->status = SB_PENDING;
+	sb_deadline_init(&t->deadline, inner, ops);
 }
 
 void sb_timeout_init(sb_timeout *t, void *inner, const sb_future_ops *ops, uint64_t ns)
 {
 	sb_sleep_init(&t->sleep, ns);
-	t->inner = inner;
-	t->ops = ops;
-	t->status = SB_PENDING;
+	sb_deadline_init(&t->deadline, inner, ops);
+}
+
+/* Polls the sleep; once it is over (or cannot run here) expires the deadline. */
+static void timeout_check_sleep(sb_timeout *t, const sb_waker *w)
+{
+	int r = sb_sleep_poll(&t->sleep, w);
+	if (r != SB_PENDING)
+		sb_deadline_expire_with(&t->deadline, r == 0 ? -ETIMEDOUT : r);
 }
 
 int sb_timeout_poll(sb_timeout *t, const sb_waker *w)
 {
-	if (t->status != SB_PENDING)
-		return t->status;
-	int r = t->ops->poll(t->inner, w);
+	if (t->deadline.status != SB_PENDING)
+		return t->deadline.status;
+	/* An armed timer is looked at first, so that one poll of inner settles
+	 * an expiry; the first poll tries inner before it arms anything. */
+	bool armed = t->sleep.state != SLEEP_IDLE;
+	if (armed)
+		timeout_check_sleep(t, w);
+	int r = sb_deadline_poll(&t->deadline, w);
 	if (r != SB_PENDING) {
 		sb_sleep_cancel(&t->sleep);
-		t->status = r;
 		return r;
 	}
-	r = sb_sleep_poll(&t->sleep, w);
-	if (r == SB_PENDING)
+	if (armed)
 		return SB_PENDING;
-	/* The deadline passed (or the timer cannot run here): cancel inner,
-	 * which hands on whatever it was granted. */
-	t->ops->cancel(t->inner);
-	t->status = r == 0 ? -ETIMEDOUT : r;
-	return t->status;
+	timeout_check_sleep(t, w);
+	if (!sb_deadline_is_expired(&t->deadline))
+		return SB_PENDING;
+	/* Already past the deadline at the first poll: inner once more. */
+	r = sb_deadline_poll(&t->deadline, w);
+	sb_sleep_cancel(&t->sleep);
+	return r;
 }
 
 void sb_timeout_cancel(sb_timeout *t)
 {
-	if (t->status != SB_PENDING)
-		return;
-	t->ops->cancel(t->inner);
+	sb_deadline_cancel(&t->deadline);
 	sb_sleep_cancel(&t->sleep);
-	t->status = -ECANCELED;
 }

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/loop.h - drive syncband futures from any event loop (libuv, epoll,
+ * a GUI loop, C++ coroutines): the pieces every integration needs, once.
+ *
+ *   - sb_loop_task, embedded in your task: a refcounted wake target.  Every
+ *     waker clone holds a reference, so a wake or drop that arrives after the
+ *     task completed (future.h says when that happens) touches live memory.
+ *     Your release function runs, on the loop's thread, once the last
+ *     reference is gone: free the task there.
+ *   - sb_loop: a lock-free ready queue of tasks.  Any thread may push (a
+ *     wake, a spawn); only the loop's thread takes (multi-producer, single
+ *     consumer).  A push rings your doorbell - the ring(ctx) hook you give
+ *     sb_loop_init, e.g. uv_async_send or a write to an eventfd - only when
+ *     the queue goes from empty to non-empty while the loop is not running
+ *     its ready tasks, so one ring serves every wake until the loop runs.
+ *   - one waker (sb_loop_task_waker) built on both: wake queues the task and
+ *     rings if needed; clone and drop count references; wake consumes one.
+ *   - the shutdown answer: sb_loop_idle() is true once every task has been
+ *     released, i.e. every waker clone has been woken or dropped, so nothing
+ *     will call ring again and the doorbell may be closed.
+ *
+ * A loop does, on its own thread:
+ *
+ *   static void ring(void *ctx) { uv_async_send(ctx); }        any thread
+ *   static void on_doorbell(uv_async_t *a)                     loop thread
+ *   {
+ *           sb_loop_run_ready(&loop);       polls every queued task once
+ *           if (shutting_down && sb_loop_idle(&loop))
+ *                   uv_close((uv_handle_t *)a, NULL);
+ *   }
+ *   sb_loop_init(&loop, ring, &async);
+ *   sb_loop_task_init(&req->task, req_poll, req_release);
+ *   sb_loop_spawn(&loop, &req->task);       first poll at the next run
+ *
+ * and the task's poll function drives its futures with the waker it is given:
+ *
+ *   static int req_poll(sb_loop_task *t, const sb_waker *w)
+ *   {
+ *           struct req *r = SB_CONTAINER_OF(t, struct req, task);
+ *           return sb_semaphore_acquire_poll(&r->acquire, w);
+ *   }
+ *
+ * A poll function returns SB_PENDING while it waits (it registered `w` with
+ * every future it waits on, or arranged a sb_loop_wake), and 0 or a negative
+ * errno when the task is finished; it is then never polled again, and the
+ * loop drops its references.  A wake means "poll again": the poll may find
+ * its future still pending (future.h).  Wakes that arrive while a task is
+ * queued are merged: it is polled once.  A wake that arrives while it is
+ * being polled queues it again, for the next sb_loop_run_ready.
+ *
+ * Deadlines: arm the loop's own timer and, when it fires, call
+ * sb_deadline_expire() and sb_loop_wake() (syncband/deadline.h).
+ *
+ * Stopping a task early: the library has no cancel of its own; set a flag
+ * the poll function reads, sb_loop_wake() the task, and let the poll cancel
+ * its futures and return an error.
+ *
+ * No function here allocates, takes a lock or waits, except that
+ * sb_loop_idle() spins for the few instructions between a waker's push and
+ * its ring.
+ */
+#ifndef SYNCBAND_LOOP_H
+#define SYNCBAND_LOOP_H
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sb_loop sb_loop;
+typedef struct sb_loop_task sb_loop_task;
+
+/*
+ * Polls the task (see above): SB_PENDING, or 0 / a negative errno when it is
+ * finished.  Runs on the loop's thread, inside sb_loop_run_ready, never
+ * concurrently with itself.  `w` is borrowed: futures clone it.
+ */
+typedef int (*sb_loop_poll_fn)(sb_loop_task *t, const sb_waker *w);
+
+/*
+ * Called once, on the loop's thread inside sb_loop_run_ready, when the task
+ * is finished and no waker, queue or spawn references it: free it here.
+ */
+typedef void (*sb_loop_release_fn)(sb_loop_task *t);
+
+/*
+ * Rings the loop's doorbell, so that the loop thread calls sb_loop_run_ready
+ * soon.  Called from any thread, also from inside a poll function (the loop
+ * rings itself when tasks were queued while it ran them); must not wait, and
+ * must not call back into the queue.  Rings are rare: one per wake-up of the
+ * loop.
+ */
+typedef void (*sb_loop_ring_fn)(void *ctx);
+
+/* Embed in your task struct.  Fields are private. */
+struct sb_loop_task {
+	SB_ATOMIC(size_t) state;   /* references << 2 | DONE | QUEUED; see src/loop.c */
+	sb_loop_task *next;        /* the ready queue's link, owned by whoever queued it */
+	sb_loop *loop;
+	sb_loop_poll_fn poll;
+	sb_loop_release_fn release;
+};
+
+/* Caller-owned; lives until sb_loop_idle() is true.  Fields are private. */
+struct sb_loop {
+	SB_ATOMIC(sb_loop_task *) inbox; /* tasks pushed since the loop last took them (LIFO) */
+	SB_ATOMIC(size_t) tasks;         /* spawned and not yet released */
+	SB_ATOMIC(size_t) ringing;       /* last-reference drops between their push and ring */
+	sb_loop_ring_fn ring;
+	void *ring_ctx;
+};
+
+/* Prepares an empty loop whose pushes call ring(ctx).  Not thread-safe. */
+SB_API void sb_loop_init(sb_loop *l, sb_loop_ring_fn ring, void *ctx);
+
+/*
+ * Prepares a task: `poll` is required, `release` may be NULL (the task's
+ * memory then belongs to the caller, who may reuse it once sb_loop_idle() or
+ * its own bookkeeping says it was released).  Does not spawn it.
+ */
+SB_API void sb_loop_task_init(sb_loop_task *t, sb_loop_poll_fn poll, sb_loop_release_fn release);
+
+/*
+ * Queues the task's first poll on `l` and rings the doorbell if needed.
+ * Returns 0, -EINVAL (no poll function), or -EBUSY (the task is still
+ * referenced from an earlier spawn).  Any thread.  Everything the spawner
+ * did before happens-before the task's first poll.
+ */
+SB_API int sb_loop_spawn(sb_loop *l, sb_loop_task *t);
+
+/*
+ * Queues a poll of a spawned task, as its waker's wake_by_ref does: for the
+ * loop's own events (a socket became readable, a timer fired).  The caller
+ * must hold a reference on the task (a waker clone, or be its poll function,
+ * or know it is unfinished and its release cannot have run).  Any thread.
+ * A finished task is not polled again.
+ */
+SB_API void sb_loop_wake(sb_loop_task *t);
+
+/*
+ * The task's waker, borrowed (no reference is taken): pass it to a future's
+ * poll, which clones it.  Usable only while the caller holds a reference.
+ */
+SB_API sb_waker sb_loop_task_waker(sb_loop_task *t);
+
+/*
+ * Polls every task queued when it is called, once each, in the order they
+ * were queued, then releases the finished tasks nobody references any more.
+ * Tasks queued meanwhile (woken by these polls, or from other threads) wait
+ * for the next call, and the doorbell is rung again for them, so the loop
+ * gets back to its own events between batches.  Returns how many tasks it
+ * polled.  The loop's thread only; not from inside a poll function.
+ * Clear your doorbell (read the eventfd) before calling, not after, or a
+ * ring made during the call may be lost.
+ */
+SB_API size_t sb_loop_run_ready(sb_loop *l);
+
+/*
+ * True when every spawned task has been released, and with it every waker
+ * clone woken or dropped: no wake, drop or spawn made so far will ring the
+ * doorbell again, so it may be closed and `l` freed (provided nobody spawns
+ * again).  False while a task is unfinished, queued, or referenced by a
+ * clone somewhere (a late wake still to come, or a release still to run:
+ * call sb_loop_run_ready when the doorbell rings, then ask again).  The
+ * loop's thread only.  Acquire ordering: every touch of `l` by another
+ * thread happens-before a true result.
+ */
+SB_API bool sb_loop_idle(sb_loop *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_LOOP_H */

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <syncband/loop.h>
+
+#include <errno.h>
+#include <sched.h>
+
+#include "cpu.h"
+
+/*
+ * A task's state word:
+ *
+ *   bit 0    QUEUED  in the inbox or in the batch being run; the queue owns
+ *                    one reference
+ *   bit 1    DONE    its poll returned a result: it is never polled again
+ *   bits 2-  references: the spawn's (until DONE), the queue's (while
+ *                    QUEUED), one per waker clone, and a spawner's or
+ *                    waker's own for the length of its push and ring
+ *
+ * Running a queued task clears QUEUED (the queue's reference becomes the
+ * poll's), polls, and drops that reference, and the spawn's too when the
+ * task finished.  A wake that finds the task queued still writes the word,
+ * so that the clear of QUEUED before the poll reads from it (release, then
+ * acquire): whatever the waker's caller did happens-before that poll.
+ *
+ * The inbox is a LIFO stack: pushes CAS a task on top, the loop takes the
+ * whole stack with one exchange and reverses it.  While the loop runs a
+ * batch the inbox's "empty" is AWAKE rather than NULL: a push onto AWAKE
+ * does not ring, and at the end of the batch the loop swaps AWAKE back to
+ * NULL, or rings itself when tasks arrived meanwhile.  So a push rings
+ * exactly when it makes the inbox non-empty and nobody is going to look.
+ * Only the loop takes from the inbox (single consumer), so there is no ABA:
+ * a task cannot leave and come back between a pusher's load and its CAS.
+ *
+ * Release: whoever drops the last reference off the loop's thread pushes the
+ * task (with no references: "release me") and rings, so the release function
+ * always runs on the loop's thread.  Between that push and its ring the
+ * dropper holds nothing that keeps the loop busy, so it counts itself in
+ * `ringing`, which sb_loop_idle waits out.  Everyone else who rings (a waker,
+ * a spawner) holds a task reference across push and ring, and a task with
+ * references keeps the loop from being idle.
+ */
+#define QUEUED ((size_t)1)
+#define DONE ((size_t)2)
+#define REF_SHIFT 2
+#define REF_ONE ((size_t)1 << REF_SHIFT)
+
+/* The inbox's "empty, and the loop is running a batch". */
+static sb_loop_task loop_awake;
+#define AWAKE (&loop_awake)
+
+static const sb_waker_vtable loop_waker_vtable;
+
+static inline size_t refs_of(size_t state)
+{
+	return state >> REF_SHIFT;
+}
+
+static inline sb_loop_task *task_of(const void *data)
+{
+	return (sb_loop_task *)data; /* our wakers carry the task itself */
+}
+
+void sb_loop_init(sb_loop *l, sb_loop_ring_fn ring, void *ctx)
+{
+	atomic_init(&l->inbox, NULL);
+	atomic_init(&l->tasks, 0);
+	atomic_init(&l->ringing, 0);
+	l->ring = ring;
+	l->ring_ctx = ctx;
+}
+
+void sb_loop_task_init(sb_loop_task *t, sb_loop_poll_fn poll, sb_loop_release_fn release)
+{
+	atomic_init(&t->state, 0);
+	t->next = NULL;
+	t->loop = NULL;
+	t->poll = poll;
+	t->release = release;
+}
+
+/* Pushes `t`, which the caller owns; true when the caller must ring. */
+static bool inbox_push(sb_loop *l, sb_loop_task *t)
+{
+	/* relaxed: only a guess at the top; the CAS checks it. */
+	sb_loop_task *top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+	do {
+		t->next = top;
+		/* release: t->next and everything before the push (a grant, the
+		 * spawner's writes) happen-before the loop's acquire exchange, which
+		 * reads the last push and so every earlier one (release sequence). */
+	} while (!atomic_compare_exchange_weak_explicit(&l->inbox, &top, t, memory_order_release,
+							memory_order_relaxed));
+	return top == NULL;
+}
+
+static void ring(sb_loop *l)
+{
+	l->ring(l->ring_ctx);
+}
+
+/* The last reference is gone; on the loop's thread.  Frees nothing itself. */
+static void task_release(sb_loop *l, sb_loop_task *t)
+{
+	sb_loop_release_fn release = t->release;
+	/* release: a spawn that finds 0 (its acquire CAS) comes after this life
+	 * of the task, also when `release` is NULL and the caller reuses it. */
+	atomic_store_explicit(&t->state, 0, memory_order_release);
+	if (release)
+		release(t);
+	/* relaxed: only the loop's thread decrements and reads it to 0. */
+	atomic_fetch_sub_explicit(&l->tasks, 1, memory_order_relaxed);
+}
+
+/* Drops `n` references; `on_loop`: we are inside sb_loop_run_ready. */
+static void task_unref(sb_loop_task *t, size_t n, bool on_loop)
+{
+	sb_loop *l = t->loop;
+	/* acq_rel: release orders our touches of the task before its release
+	 * function; acquire makes the last dropper see every earlier one's. */
+	size_t old = atomic_fetch_sub_explicit(&t->state, n * REF_ONE, memory_order_acq_rel);
+	if (refs_of(old) != n)
+		return;
+	if (on_loop) {
+		task_release(l, t);
+		return;
+	}
+	/* relaxed: the push below publishes it to the loop, which reads it only
+	 * after taking this task (acquire), so before it can find `tasks` at 0. */
+	atomic_fetch_add_explicit(&l->ringing, 1, memory_order_relaxed);
+	if (inbox_push(l, t))
+		ring(l);
+	/* release: our push and ring happen-before the acquire load in
+	 * sb_loop_idle that reads 0. */
+	atomic_fetch_sub_explicit(&l->ringing, 1, memory_order_release);
+}
+
+/* Queues a poll of `t`, on which the caller holds a reference. */
+static void task_wake(sb_loop_task *t)
+{
+	/* relaxed: a first guess; the CAS below is what orders. */
+	size_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	size_t next;
+	do {
+		if (s & DONE)
+			return;
+		next = (s & QUEUED) ? s : s + QUEUED + REF_ONE;
+		/* acq_rel.  release: pairs with the acquire clear of QUEUED before
+		 * the next poll (written even when already queued, so that poll reads
+		 * from this RMW): what our caller did before the wake is visible to
+		 * it.  acquire: pairs with that clear's release, so the loop's last
+		 * use of t->next comes before our push rewrites it. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, next, memory_order_acq_rel,
+							memory_order_relaxed));
+	if (s & QUEUED)
+		return;
+	if (inbox_push(t->loop, t))
+		ring(t->loop);
+}
+
+static sb_waker loop_waker_clone(const void *data)
+{
+	/* relaxed: the clone is made from a reference its caller holds, which
+	 * keeps the count above zero; nothing is published (as Arc::clone). */
+	atomic_fetch_add_explicit(&task_of(data)->state, REF_ONE, memory_order_relaxed);
+	return (sb_waker){ &loop_waker_vtable, data };
+}
+
+static void loop_waker_wake(const void *data)
+{
+	/* Our reference is kept across the push and ring, then dropped. */
+	task_wake(task_of(data));
+	task_unref(task_of(data), 1, false);
+}
+
+static void loop_waker_wake_by_ref(const void *data)
+{
+	task_wake(task_of(data));
+}
+
+static void loop_waker_drop(const void *data)
+{
+	task_unref(task_of(data), 1, false);
+}
+
+static const sb_waker_vtable loop_waker_vtable = {
+	.clone = loop_waker_clone,
+	.wake = loop_waker_wake,
+	.wake_by_ref = loop_waker_wake_by_ref,
+	.drop = loop_waker_drop,
+};
+
+sb_waker sb_loop_task_waker(sb_loop_task *t)
+{
+	return (sb_waker){ &loop_waker_vtable, t };
+}
+
+void sb_loop_wake(sb_loop_task *t)
+{
+	task_wake(t);
+}
+
+int sb_loop_spawn(sb_loop *l, sb_loop_task *t)
+{
+	if (!t->poll)
+		return -EINVAL;
+	size_t idle = 0;
+	/* acquire: pairs with the release store of 0 in task_release, so a
+	 * respawn comes after the previous life's last touch.  Three references:
+	 * the spawn's, the queue's, and ours until we have rung. */
+	if (!atomic_compare_exchange_strong_explicit(&t->state, &idle, QUEUED + 3 * REF_ONE,
+						     memory_order_acquire, memory_order_relaxed))
+		return -EBUSY;
+	t->loop = l;
+	/* relaxed: the push publishes it; the loop alone decrements it. */
+	atomic_fetch_add_explicit(&l->tasks, 1, memory_order_relaxed);
+	if (inbox_push(l, t))
+		ring(l);
+	task_unref(t, 1, false);
+	return 0;
+}
+
+/* The stack from `top` (ending in NULL or AWAKE) in push order. */
+static sb_loop_task *take_in_order(sb_loop_task *top)
+{
+	sb_loop_task *fifo = NULL;
+	while (top != NULL && top != AWAKE) {
+		sb_loop_task *next = top->next;
+		top->next = fifo;
+		fifo = top;
+		top = next;
+	}
+	return fifo;
+}
+
+/* Runs one task taken from the inbox; returns 1 when it polled it. */
+static size_t run_one(sb_loop *l, sb_loop_task *t)
+{
+	/* relaxed: the exchange that took `t` already ordered its pusher's writes. */
+	size_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	if (refs_of(s) == 0) {
+		task_release(l, t); /* pushed by its last reference's drop */
+		return 0;
+	}
+	if (s & DONE) {
+		/* Queued by a wake that raced its last poll: drop the queue's reference. */
+		/* acq_rel: as in task_unref, which this is, fused with clearing QUEUED. */
+		size_t old = atomic_fetch_sub_explicit(&t->state, QUEUED + REF_ONE,
+						       memory_order_acq_rel);
+		if (refs_of(old) == 1)
+			task_release(l, t);
+		return 0;
+	}
+	/* acq_rel.  acquire: pairs with the release CAS of every wake since it
+	 * was queued.  release: our reads and writes of t->next (the batch's
+	 * links) come before the push of the wake that queues it next. */
+	atomic_fetch_and_explicit(&t->state, ~QUEUED, memory_order_acq_rel);
+	sb_waker w = { &loop_waker_vtable, t };
+	int r = t->poll(t, &w);
+	if (r == SB_PENDING) {
+		task_unref(t, 1, true);
+		return 1;
+	}
+	/* Finished: set DONE and drop the poll's and the spawn's references in
+	 * one RMW (DONE is clear, so adding DONE - 2 * REF_ONE, modulo the word,
+	 * sets it).  acq_rel: as in task_unref. */
+	size_t old = atomic_fetch_add_explicit(&t->state, DONE - 2 * REF_ONE, memory_order_acq_rel);
+	if (refs_of(old) == 2)
+		task_release(l, t);
+	return 1;
+}
+
+size_t sb_loop_run_ready(sb_loop *l)
+{
+	/* acquire: pairs with the release CAS of every push in the stack. */
+	sb_loop_task *t = take_in_order(atomic_exchange_explicit(&l->inbox, AWAKE,
+								 memory_order_acquire));
+	size_t polled = 0;
+	while (t) {
+		sb_loop_task *next = t->next; /* read first: running may release t */
+		polled += run_one(l, t);
+		t = next;
+	}
+	sb_loop_task *expected = AWAKE;
+	/* relaxed: success publishes nothing (the next push reads NULL and
+	 * rings); on failure the new tasks wait for the next call's acquire. */
+	if (!atomic_compare_exchange_strong_explicit(&l->inbox, &expected, NULL,
+						     memory_order_relaxed, memory_order_relaxed))
+		ring(l);
+	return polled;
+}
+
+bool sb_loop_idle(sb_loop *l)
+{
+	/* relaxed: only this thread decrements it, in task_release. */
+	if (atomic_load_explicit(&l->tasks, memory_order_relaxed) != 0)
+		return false;
+	/* acquire: pairs with the release decrement after a dropper's ring. */
+	for (unsigned spins = 0; atomic_load_explicit(&l->ringing, memory_order_acquire) != 0;
+	     spins++) {
+		if (spins < 64)
+			sb_cpu_relax();
+		else
+			sched_yield(); /* the dropper was preempted between push and ring */
+	}
+	return true;
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# Compiles every public header on its own, as C11 and as C++11, 14, 17 and
+# 20, with g++ and clang++ (gcc and clang for C), with the strict warnings
+# (-Wall -Wextra -Wpedantic -Werror, and -Wold-style-cast for C++); then
+# static_inits.cpp, which uses every SB_*_INIT, in each C++ mode; and
+# syncband.hpp as C++20.  Usage: compile_headers.sh INCLUDE_DIR WORK_DIR
+set -eu
+inc=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+fail=0
+count=0
+strict="-Wall -Wextra -Wpedantic -Werror"
+
+compile() { # LANG-FLAGS... -- file
+	count=$((count + 1))
+	if ! "$@" >"$work/out.txt" 2>&1; then
+		echo "FAILED: $*" >&2
+		cat "$work/out.txt" >&2
+		fail=1
+	fi
+}
+
+for cc in gcc clang; do
+	command -v $cc >/dev/null || { echo "missing compiler: $cc" >&2; exit 1; }
+done
+for cxx in g++ clang++; do
+	command -v $cxx >/dev/null || { echo "missing compiler: $cxx" >&2; exit 1; }
+done
+
+for h in "$inc"/syncband/*.h; do
+	name=$(basename "$h")
+	printf '#include <syncband/%s>\n' "$name" >"$work/$name.c"
+	cp "$work/$name.c" "$work/$name.cpp"
+	for cc in gcc clang; do
+		compile $cc -std=c11 $strict -fsyntax-only -I"$inc" "$work/$name.c"
+	done
+	for cxx in g++ clang++; do
+		for std in 11 14 17 20; do
+			compile $cxx -std=c++$std $strict -Wold-style-cast -fsyntax-only -I"$inc" \
+				"$work/$name.cpp"
+		done
+	done
+done
+for cxx in g++ clang++; do
+	for std in 11 14 17 20; do
+		compile $cxx -std=c++$std $strict -Wold-style-cast -fsyntax-only -I"$inc" \
+			"$here/static_inits.cpp"
+	done
+	if [ -f "$inc/syncband/syncband.hpp" ]; then
+		compile $cxx -std=c++20 $strict -Wold-style-cast -fsyntax-only -I"$inc" \
+			-x c++ "$inc/syncband/syncband.hpp"
+	fi
+done
+[ "$fail" -eq 0 ] || exit 1
+echo "$count header compilations: every header, C11 and C++11/14/17/20, gcc/g++ and clang/clang++: clean"

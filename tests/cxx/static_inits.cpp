@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every static initialiser and SB_CONTAINER_OF, used from C++: compiled by
+// compile_headers.sh in C++11, 14, 17 and 20 with the strict warnings.
+#include <syncband/syncband.h>
+
+static sb_semaphore sem = SB_SEMAPHORE_INIT(4);
+static sb_mutex mtx = SB_MUTEX_INIT;
+static sb_mutex fifo_mtx = SB_MUTEX_INIT_FIFO;
+static sb_condvar cv = SB_CONDVAR_INIT;
+static sb_event ev = SB_EVENT_INIT(1);
+static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
+
+struct request {
+	int id;
+	sb_loop_task task;
+};
+
+static int request_id(const sb_loop_task *t)
+{
+	return SB_CONTAINER_OF(t, request, task)->id;
+}
+
+int main()
+{
+	sb_semaphore local_sem = SB_SEMAPHORE_INIT(0);
+	sb_event local_ev = SB_EVENT_INIT(0);
+	request r;
+	r.id = 7;
+	int ok = request_id(&r.task) == 7 && sb_semaphore_available(&sem) == 4 &&
+		 !sb_mutex_is_locked(&mtx) && !sb_mutex_is_locked(&fifo_mtx) && sb_event_is_set(&ev) &&
+		 sb_auto_event_try_wait(&aev) != 0 && sb_semaphore_available(&local_sem) == 0 &&
+		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0;
+	return ok ? 0 : 1;
+}

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// syncband/syncband.hpp: the C++20 awaitables, guards, tasks and loop.
+// Built with the project's C++ compiler (g++) and again with clang++
+// (run_clang.sh).
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <syncband/syncband.hpp>
+
+// Last: cmocka defines macros (fail) that the standard headers use as names.
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <csetjmp>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace {
+
+// ------------------------------------------------------------ doorbells
+
+std::atomic<unsigned> rings{ 0 };
+
+void count_ring(void *)
+{
+	rings.fetch_add(1);
+}
+
+// A doorbell the loop's thread sleeps on, for the cross-thread tests.
+struct doorbell {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool rung = false;
+
+	static void ring(void *ctx)
+	{
+		auto *d = static_cast<doorbell *>(ctx);
+		std::lock_guard<std::mutex> g(d->mu);
+		d->rung = true;
+		d->cv.notify_one();
+	}
+	void wait()
+	{
+		std::unique_lock<std::mutex> g(mu);
+		cv.wait(g, [this] { return rung; });
+		rung = false;
+	}
+};
+
+// Runs the loop on this thread until `done` holds, sleeping on `d`.
+template <class Done>
+void run_until(sb::loop &l, doorbell &d, Done done)
+{
+	for (;;) {
+		l.run_ready();
+		if (done())
+			return;
+		d.wait();
+	}
+}
+
+// Runs the loop by hand until it is idle: every task finished and released.
+void drain(sb::loop &l)
+{
+	for (int i = 0; i < 1000 && !l.idle(); i++)
+		l.run_ready();
+	assert_true(l.idle());
+}
+
+// ------------------------------------------------------------ fast paths
+
+void a_free_permit_is_taken_in_await_ready_without_suspending(void **)
+{
+	sb_semaphore sem = SB_SEMAPHORE_INIT(2);
+	{
+		auto a = sb::acquire(sem, 2);
+		assert_true(a.await_ready());
+		assert_int_equal(sb_semaphore_available(&sem), 0);
+		sb::permit p = a.await_resume();
+		assert_true(static_cast<bool>(p));
+		assert_int_equal(p.count(), 2);
+	}
+	assert_int_equal(sb_semaphore_available(&sem), 2);
+	auto b = sb::acquire(sem, 3);
+	assert_false(b.await_ready()); // not enough: it must suspend
+	assert_int_equal(sb_semaphore_available(&sem), 2);
+}
+
+void a_free_mutex_and_a_set_event_are_taken_in_await_ready(void **)
+{
+	sb_mutex m = SB_MUTEX_INIT;
+	auto l = sb::lock(m);
+	assert_true(l.await_ready());
+	{
+		sb::mutex_guard g = l.await_resume();
+		assert_true(sb_mutex_is_locked(&m));
+		assert_false(sb::lock(m).await_ready());
+	}
+	assert_false(sb_mutex_is_locked(&m));
+	sb_event e = SB_EVENT_INIT(1);
+	assert_true(sb::wait(e).await_ready());
+	sb_auto_event ae = SB_AUTO_EVENT_INIT(1);
+	assert_true(sb::wait(ae).await_ready());
+	assert_false(sb::wait(ae).await_ready()); // the signal was taken
+}
+
+sb::task take_two(sb_semaphore &s, int &steps)
+{
+	sb::permit p = co_await sb::acquire(s, 1);
+	steps++;
+	sb::permit q = co_await sb::acquire(s, 1);
+	steps++;
+}
+
+void a_task_with_free_permits_finishes_in_its_first_poll(void **)
+{
+	sb_semaphore sem = SB_SEMAPHORE_INIT(2);
+	sb::loop l(count_ring, nullptr);
+	int steps = 0;
+	l.spawn(take_two(sem, steps));
+	assert_int_equal(steps, 0); // spawn does not run it
+	assert_int_equal(l.run_ready(), 1);
+	assert_int_equal(steps, 2);
+	assert_true(l.idle());
+	assert_int_equal(sb_semaphore_available(&sem), 2); // the guards gave them back
+}
+
+// ------------------------------------------------------------ wakes
+
+struct acquire_record {
+	bool resumed = false;
+	std::thread::id resumed_on;
+};
+
+sb::task acquire_one(sb_semaphore &s, acquire_record &r)
+{
+	sb::permit p = co_await sb::acquire(s, 1);
+	r.resumed = static_cast<bool>(p);
+	r.resumed_on = std::this_thread::get_id();
+}
+
+void a_release_on_another_thread_resumes_the_task_only_on_the_loop(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	acquire_record r;
+	l.spawn(acquire_one(sem, r));
+	l.run_ready();
+	assert_false(r.resumed);
+	std::thread releaser([&sem] { sb_semaphore_release(&sem, 1); });
+	releaser.join();
+	assert_false(r.resumed); // not inside the release, nor inline
+	run_until(l, d, [&] { return l.idle(); });
+	assert_true(r.resumed);
+	assert_true(r.resumed_on == std::this_thread::get_id());
+	assert_int_equal(sb_semaphore_available(&sem), 1);
+}
+
+struct cv_state {
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_condvar cv = SB_CONDVAR_INIT;
+	bool ready = false;
+	int resumes = 0;
+	bool held_at_end = false;
+	int wait_result = 1;
+};
+
+sb::task wait_ready(cv_state &s)
+{
+	sb::mutex_guard g = co_await sb::lock(s.m);
+	while (!s.ready) {
+		s.wait_result = co_await sb::wait(s.cv, g);
+		s.resumes++;
+	}
+	s.held_at_end = g.owns_lock() && sb_mutex_is_locked(&s.m);
+}
+
+void a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex(void **)
+{
+	rings = 0;
+	sb::loop l(count_ring, nullptr);
+	cv_state s;
+	l.spawn(wait_ready(s));
+	l.run_ready();
+	assert_false(sb_mutex_is_locked(&s.m)); // the wait gave it up
+	assert_int_equal(sb_mutex_try_lock(&s.m), 0);
+	s.ready = true;
+	sb_condvar_notify_one(&s.cv);
+	unsigned before = rings.load();
+	assert_int_equal(l.run_ready(), 1); // polled: notified, but the mutex is ours
+	assert_int_equal(s.resumes, 0);     // so it stays suspended
+	assert_int_equal(rings.load(), before);
+	assert_int_equal(sb_mutex_unlock(&s.m), 0); // hands it over: a second wake
+	assert_int_equal(rings.load(), before + 1);
+	assert_int_equal(l.run_ready(), 1);
+	assert_int_equal(s.resumes, 1);
+	assert_int_equal(s.wait_result, 0);
+	assert_true(s.held_at_end);
+	assert_false(sb_mutex_is_locked(&s.m)); // the guard unlocked at the end
+	assert_true(l.idle());
+}
+
+sb::task wait_event(sb_event &e, sb_auto_event &ae, int &phase)
+{
+	co_await sb::wait(e);
+	phase = 1;
+	co_await sb::wait(ae);
+	phase = 2;
+}
+
+void event_waits_resume_after_sets_from_another_thread(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb_event e = SB_EVENT_INIT(0);
+	sb_auto_event ae = SB_AUTO_EVENT_INIT(0);
+	int phase = 0;
+	l.spawn(wait_event(e, ae, phase));
+	l.run_ready();
+	std::thread setter([&] {
+		sb_event_set(&e);
+		sb_auto_event_set(&ae);
+	});
+	run_until(l, d, [&] { return l.idle(); });
+	setter.join();
+	assert_int_equal(phase, 2);
+	assert_int_equal(sb_auto_event_try_wait(&ae), -EAGAIN); // the task took it
+}
+
+// ------------------------------------------------------------ cancellation
+
+void destroying_a_suspended_task_returns_a_granted_permit(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	acquire_record r;
+	l.spawn(acquire_one(sem, r));
+	l.run_ready();
+	sb_semaphore_release(&sem, 1); // granted to the waiting task, not yet resumed
+	assert_int_equal(sb_semaphore_available(&sem), 0);
+	l.shutdown();
+	assert_int_equal(sb_semaphore_available(&sem), 1); // came back
+	assert_false(r.resumed);
+	drain(l);
+	assert_true(l.idle());
+	assert_int_equal(sb_semaphore_destroy(&sem), 0);
+}
+
+void destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	cv_state s;
+	l.spawn(wait_ready(s));
+	l.run_ready(); // waiting on the condvar
+	assert_int_equal(sb_mutex_try_lock(&s.m), 0);
+	s.ready = true;
+	sb_condvar_notify_one(&s.cv);
+	l.run_ready(); // notified; now queued for the mutex we hold
+	assert_int_equal(s.resumes, 0);
+	l.shutdown();
+	assert_int_equal(sb_mutex_unlock(&s.m), 0); // nobody to hand it to
+	assert_false(sb_mutex_is_locked(&s.m));
+	assert_int_equal(s.resumes, 0);
+	drain(l);
+	assert_int_equal(sb_condvar_destroy(&s.cv), 0);
+	assert_int_equal(sb_mutex_destroy(&s.m), 0);
+}
+
+sb::task lock_and_hold(sb_mutex &m, sb_event &release, int &held)
+{
+	sb::mutex_guard g = co_await sb::lock(m);
+	held++;
+	co_await sb::wait(release);
+}
+
+void destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_mutex m = SB_MUTEX_INIT_FIFO; /* unlock hands it to the oldest waiter */
+	sb_event go = SB_EVENT_INIT(0);
+	int held = 0;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	l.spawn(lock_and_hold(m, go, held));
+	l.run_ready();
+	assert_int_equal(sb_mutex_unlock(&m), 0); // handed to the queued task
+	assert_true(sb_mutex_is_locked(&m));
+	l.shutdown(); // before it resumed: the handoff is undone
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(held, 0);
+	drain(l);
+}
+
+void an_acquire_of_a_closed_semaphore_gives_an_empty_permit(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	sb::permit got;
+	auto t = [](sb_semaphore &s, sb::permit &out) -> sb::task {
+		out = co_await sb::acquire(s, 1);
+	};
+	l.spawn(t(sem, got));
+	l.run_ready();
+	sb_semaphore_close(&sem);
+	l.run_ready();
+	assert_false(static_cast<bool>(got));
+	assert_int_equal(got.error(), -ESHUTDOWN);
+	assert_true(l.idle());
+}
+
+// ------------------------------------------------------------ guards
+
+void guards_release_once_on_scope_exit_and_move_ownership(void **)
+{
+	sb_semaphore sem = SB_SEMAPHORE_INIT(3);
+	assert_int_equal(sb_semaphore_try_acquire(&sem, 2), 0);
+	{
+		sb::permit a(sem, 2);
+		sb::permit b(std::move(a));
+		assert_false(static_cast<bool>(a));
+		assert_int_equal(b.count(), 2);
+		sb::permit c;
+		c = std::move(b);
+		assert_int_equal(sb_semaphore_available(&sem), 1);
+	}
+	assert_int_equal(sb_semaphore_available(&sem), 3);
+
+	sb_mutex m = SB_MUTEX_INIT;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	{
+		sb::mutex_guard g(m);
+		sb::mutex_guard h(std::move(g));
+		assert_false(g.owns_lock());
+		assert_true(h.owns_lock());
+		h.unlock();
+		assert_false(sb_mutex_is_locked(&m));
+	} // nothing left to unlock: no -EPERM, no double unlock
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	{
+		sb::mutex_guard g(m);
+		assert_ptr_equal(g.release(), &m);
+	}
+	assert_true(sb_mutex_is_locked(&m)); // released, not unlocked
+	sb_mutex_unlock(&m);
+}
+
+// ------------------------------------------------------------ many tasks
+
+struct section {
+	sb_mutex m = SB_MUTEX_INIT;
+	int inside = 0;
+	int max_inside = 0;
+	int entries = 0;
+};
+
+sb::task enter_often(section &s, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		sb::mutex_guard g = co_await sb::lock(s.m);
+		s.inside++;
+		if (s.inside > s.max_inside)
+			s.max_inside = s.inside;
+		co_await sb::yield(); // hold it while the others run
+		s.inside--;
+		s.entries++;
+	}
+}
+
+void tasks_holding_a_mutex_across_yields_never_overlap(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	section s;
+	for (int i = 0; i < 8; i++)
+		l.spawn(enter_often(s, 50));
+	drain(l);
+	assert_int_equal(s.entries, 400);
+	assert_int_equal(s.max_inside, 1);
+	assert_false(sb_mutex_is_locked(&s.m));
+}
+
+struct pool {
+	sb_semaphore slots = SB_SEMAPHORE_INIT(3);
+	std::atomic<int> inside{ 0 };
+	std::atomic<int> max_inside{ 0 };
+	std::atomic<int> done{ 0 };
+};
+
+sb::task use_slot(pool &p, sb_auto_event &work_done)
+{
+	for (int i = 0; i < 100; i++) {
+		sb::permit slot = co_await sb::acquire(p.slots, 1);
+		int now = p.inside.fetch_add(1) + 1;
+		int seen = p.max_inside.load();
+		while (now > seen && !p.max_inside.compare_exchange_weak(seen, now)) {
+		}
+		co_await sb::wait(work_done); // finished by another thread
+		p.inside.fetch_sub(1);
+	}
+	p.done.fetch_add(1);
+}
+
+void permits_limit_tasks_whose_work_finishes_on_another_thread(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	pool p;
+	sb_auto_event work_done = SB_AUTO_EVENT_INIT(0);
+	for (int i = 0; i < 6; i++)
+		l.spawn(use_slot(p, work_done));
+	std::atomic<bool> stop{ false };
+	std::thread worker([&] {
+		// Signals one finished piece of work whenever one is waited on.
+		while (!stop.load()) {
+			if (p.inside.load() > 0)
+				sb_auto_event_set(&work_done);
+			std::this_thread::yield();
+		}
+	});
+	run_until(l, d, [&] { return p.done.load() == 6; });
+	stop = true;
+	worker.join();
+	drain(l);
+	assert_int_equal(p.max_inside.load() <= 3, 1);
+	assert_int_equal(sb_semaphore_available(&p.slots), 3);
+}
+
+// ------------------------------------------------------------ deadlines
+
+struct deadline_state {
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire acq;
+	sb_deadline deadline;
+	sb::waker timer; // what the loop's timer would hold
+	int result = 1;
+};
+
+sb::task acquire_with_deadline(deadline_state &s)
+{
+	sb_semaphore_acquire_init(&s.acq, &s.sem, 1);
+	sb_deadline_init(&s.deadline, &s.acq, &sb_semaphore_acquire_ops);
+	s.timer = co_await sb::current_waker();
+	s.result = co_await sb::poll(&s.deadline, &sb_deadline_ops);
+}
+
+void a_deadline_expired_by_the_loop_completes_the_await_with_etimedout(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	deadline_state s;
+	l.spawn(acquire_with_deadline(s));
+	l.run_ready();
+	assert_int_equal(s.result, 1);
+	// The timer fires: expire, then wake the task with the waker it holds.
+	sb_deadline_expire(&s.deadline);
+	s.timer.wake();
+	s.timer.reset();
+	l.run_ready();
+	assert_int_equal(s.result, -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_destroy(&s.sem), 0); // it left the queue
+	drain(l);
+}
+
+sb::task keep_waker(sb::waker &out)
+{
+	out = co_await sb::current_waker();
+}
+
+void a_wake_after_the_task_finished_is_harmless(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb::waker late;
+	l.spawn(keep_waker(late));
+	l.run_ready();
+	assert_false(l.idle()); // the waker still references the task's state
+	late.wake();            // after completion: nothing to resume
+	assert_int_equal(l.run_ready(), 0);
+	late.reset();
+	drain(l);
+	assert_true(l.idle());
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_free_permit_is_taken_in_await_ready_without_suspending),
+		cmocka_unit_test(a_free_mutex_and_a_set_event_are_taken_in_await_ready),
+		cmocka_unit_test(a_task_with_free_permits_finishes_in_its_first_poll),
+		cmocka_unit_test(a_release_on_another_thread_resumes_the_task_only_on_the_loop),
+		cmocka_unit_test(a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex),
+		cmocka_unit_test(event_waits_resume_after_sets_from_another_thread),
+		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
+		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
+		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),
+		cmocka_unit_test(an_acquire_of_a_closed_semaphore_gives_an_empty_permit),
+		cmocka_unit_test(guards_release_once_on_scope_exit_and_move_ownership),
+		cmocka_unit_test(tasks_holding_a_mutex_across_yields_never_overlap),
+		cmocka_unit_test(permits_limit_tasks_whose_work_finishes_on_another_thread),
+		cmocka_unit_test(a_deadline_expired_by_the_loop_completes_the_await_with_etimedout),
+		cmocka_unit_test(a_wake_after_the_task_finished_is_harmless),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

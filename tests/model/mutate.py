@@ -3,9 +3,10 @@
 """Memory-order mutation runner for the model checker (tests/model/README.md).
 
 Lists every atomic operation in src/*.c and src/*.h (not src/executor) whose
-memory order is not relaxed, then runs the weak-model tests of test_model
-once per site with that one site made relaxed (SB_MODEL_WEAKEN=file:line),
-and prints whether some scenario caught it.
+memory order is not relaxed, then runs the weak-model tests of test_model and
+test_model_loop (those that reach the site) once per site with that one site
+made relaxed (SB_MODEL_WEAKEN=file:line), and prints whether some scenario
+caught it.
 
     tests/model/mutate.py [--build build/debug] [--jobs 1] [--timeout 900] [SITE...]
 
@@ -24,6 +25,7 @@ CALL = re.compile(r"\batomic_(load|store|exchange|compare_exchange_strong|compar
                   r"fetch_add|fetch_sub|fetch_or|fetch_and)_explicit\s*\(|\batomic_thread_fence\s*\(")
 ORDER = re.compile(r"\bmemory_order_(relaxed|consume|acquire|release|acq_rel|seq_cst)\b")
 WEAK_TESTS = "*under_the_weak_model*"
+PROGRAMS = ("test_model", "test_model_loop")
 FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
 
 
@@ -92,7 +94,8 @@ def reached_sites(binary, timeout):
     with tempfile.NamedTemporaryFile("r", suffix=".sites") as f:
         rc, out = run_model(binary, {"SB_MODEL_SITES": f.name}, timeout)
         if rc != 0:
-            sys.exit("the unmutated weak-model run fails; fix that first:\n" + (out or "")[-3000:])
+            sys.exit("the unmutated weak-model run of %s fails; fix that first:\n%s" %
+                     (binary, (out or "")[-3000:]))
         reached = {}
         for line in f:
             where, _kind, _order, _failure, count = line.split()
@@ -125,10 +128,14 @@ def main():
     ap.add_argument("only", nargs="*", help="file:line of the sites to weaken")
     args = ap.parse_args()
 
-    subprocess.run(["cmake", "--build", args.build, "--target", "test_model"], check=True,
+    subprocess.run(["cmake", "--build", args.build, "--target"] + list(PROGRAMS), check=True,
                    stdout=subprocess.DEVNULL)
-    binary = os.path.join(args.build, "tests", "test_model")
-    reached = reached_sites(binary, args.timeout)
+    binaries = [os.path.join(args.build, "tests", p) for p in PROGRAMS]
+    reached_by = {b: reached_sites(b, args.timeout) for b in binaries}
+    reached = {}
+    for counts in reached_by.values():
+        for where, count in counts.items():
+            reached[where] = reached.get(where, 0) + count
 
     todo = []
     starts = [(name, first) for name, first, *_ in source_sites()]
@@ -150,11 +157,18 @@ def main():
         where, _orders, _code, count = site
         if count == 0:
             return "not reached"
-        rc, out = run_model(binary, {"SB_MODEL_WEAKEN": where}, args.timeout)
-        if "no such site" in (out or ""):
-            result = "site not found by the model (line numbering?)"
-        else:
-            result = verdict(rc, out) or "NOT CAUGHT"
+        result = "NOT CAUGHT"
+        for binary in binaries:
+            if not reached_by[binary].get(where):
+                continue
+            rc, out = run_model(binary, {"SB_MODEL_WEAKEN": where}, args.timeout)
+            if "no such site" in (out or ""):
+                result = "site not found by the model (line numbering?)"
+                break
+            caught = verdict(rc, out)
+            if caught:
+                result = caught
+                break
         print("%s: %s" % (where, result), file=sys.stderr, flush=True)
         return result
 

@@ -22,6 +22,8 @@
 #include "sched.h"
 
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261130 };
+/* The weak model (README.md in this folder), with test_model's bounds. */
+enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 typedef struct mtask {
 	sb_loop_task task;
@@ -249,32 +251,70 @@ static const sb_model_scenario scenarios[] = {
 	  { sem_t0, loop_t1 }, sem_check },
 };
 
-static void every_loop_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+/* Under sequential consistency when stale_reads < 0, else the weak model. */
+static void explore_all(int preemptions, int stale_reads)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_explore(&scenarios[i], PREEMPTIONS, LIMIT);
-		printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n", scenarios[i].name,
-		       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
+		sb_model_result r =
+			stale_reads < 0
+				? sb_model_explore(&scenarios[i], preemptions, LIMIT)
+				: sb_model_explore_weak(&scenarios[i], preemptions, stale_reads, LIMIT);
+		if (r.filtered) /* SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay */
+			continue;
+		printf("%s %-68s %8ld schedules (deepest %ld choices)%s\n",
+		       stale_reads < 0 ? "explored" : "weak:", scenarios[i].name, r.executions,
+		       r.max_choices, r.complete ? "" : " [limit reached]");
 		assert_true(r.complete);
 		assert_true(r.executions > 1);
 	}
 }
 
-static void every_loop_scenario_holds_over_random_schedules(void **state)
+static void random_all(int stale_reads)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
-		assert_int_equal(r.executions, RANDOM_RUNS);
+		sb_model_result r =
+			stale_reads < 0
+				? sb_model_random(&scenarios[i], SEED, RANDOM_RUNS)
+				: sb_model_random_weak(&scenarios[i], SEED, RANDOM_RUNS, stale_reads);
+		if (!r.filtered)
+			assert_int_equal(r.executions, RANDOM_RUNS);
 	}
 }
 
-int main(void)
+static void every_loop_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
+	(void)state;
+	explore_all(PREEMPTIONS, -1);
+}
+
+static void every_loop_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	random_all(-1);
+}
+
+static void every_loop_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	explore_all(WEAK_PREEMPTIONS, STALE_READS);
+}
+
+static void every_loop_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	random_all(WEAK_RANDOM_STALE_READS);
+}
+
+/* test_model_loop [RUN-PATTERN]: cmocka's test name filter. */
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_loop_scenario_holds_over_all_schedules_with_four_preemptions),
 		cmocka_unit_test(every_loop_scenario_holds_over_random_schedules),
+		cmocka_unit_test(every_loop_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_loop_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,9 +13,11 @@
 namespace {
 
 struct CasAcquireStoreRelease {
-	std::atomic<size_t> storage{0};
+	struct Storage {
+		std::atomic<size_t> word{0};
+	};
 	std::atomic<size_t> *word;
-	explicit CasAcquireStoreRelease(const sbb::Params &) { word = sbb::escape(&storage); }
+	CasAcquireStoreRelease(const sbb::Params &, Storage &st) : word(&st.word) {}
 	void round()
 	{
 		size_t expected = 0;

@@ -791,17 +791,27 @@ SBB_BATCH(fan_out<500>, "notify/fan-out-500", sbb::SYNCBAND, 2000);
 // time / (N x 64 x R).  Row "syncband": floating tasks (SB_GROUP_FLOATING,
 // a woken task runs on the waking thread, as on Tokio's multi-thread
 // runtime); row "syncband-pinned": each task stays on its thread
-// (SB_GROUP_ANY), so every handoff to another thread's task crosses threads.  The segment covers spawning and joining all tasks
-// (sb_join_wait on this thread, which runs none of them); the group is
-// started before it and shut down after it.
+// (SB_GROUP_ANY), so every handoff to another thread's task crosses
+// threads; row "syncband-fifo": floating tasks on a strict-FIFO mutex
+// (sb_mutex_init_fifo; the other mutex rows use the default, eventually fair
+// one).  The segment covers spawning and joining all tasks (sb_join_wait on
+// this thread, which runs none of them); the group is started before it and
+// shut down after it.
+//
+// --waits: every acquire is timed from the future's first poll until the
+// poll that completes it, into a histogram per task (made before the
+// segment, merged after it).  A task's clock is its last member: on the
+// throughput rows it is empty and sits in the padding after `locking`, so
+// their tasks are laid out and run as without it.
 
-struct MutexTask {
+template <bool Waits> struct MutexTask {
 	sb_task task;
 	sb_mutex *mutex;
 	uint64_t *counter; // guarded by the mutex
 	sb_mutex_lock lock;
 	uint64_t left;
 	bool locking;
+	sbb::WaitClock<Waits> clock;
 	static int poll(sb_task *t, const sb_waker *w)
 	{
 		MutexTask *x = of<MutexTask>(t);
@@ -809,11 +819,13 @@ struct MutexTask {
 			if (!x->locking) {
 				sb_mutex_lock_init(&x->lock, x->mutex);
 				x->locking = true;
+				x->clock.begin();
 			}
 			int r = sb_mutex_lock_poll(&x->lock, w);
 			if (r == SB_PENDING)
 				return SB_PENDING;
 			expect(r, 0, "lock");
+			x->clock.end();
 			x->locking = false;
 			++*x->counter;
 			expect(sb_mutex_unlock(x->mutex), 0, "unlock");
@@ -823,12 +835,13 @@ struct MutexTask {
 	}
 };
 
-struct SemaphoreTask {
+template <bool Waits> struct SemaphoreTask {
 	sb_task task;
 	sb_semaphore *sem;
 	sb_semaphore_acquire acq;
 	uint64_t left;
 	bool acquiring;
+	sbb::WaitClock<Waits> clock;
 	static int poll(sb_task *t, const sb_waker *w)
 	{
 		SemaphoreTask *x = of<SemaphoreTask>(t);
@@ -836,16 +849,38 @@ struct SemaphoreTask {
 			if (!x->acquiring) {
 				sb_semaphore_acquire_init(&x->acq, x->sem, 1);
 				x->acquiring = true;
+				x->clock.begin();
 			}
 			int r = sb_semaphore_acquire_poll(&x->acq, w);
 			if (r == SB_PENDING)
 				return SB_PENDING;
 			expect(r, 0, "acquire(1)");
+			x->clock.end();
 			x->acquiring = false;
 			expect(sb_semaphore_release(x->sem, 1), 0, "release(1)");
 			x->left--;
 		}
 		return 0;
+	}
+};
+
+// One histogram per task under --waits (none otherwise), made and zeroed
+// before the segment; merge() adds them into the meter's after it.
+template <bool Waits> struct TaskWaits {
+	std::unique_ptr<sbb::WaitHistogram[]> histograms;
+	template <class Task> TaskWaits(Task *tasks, size_t n)
+	{
+		if constexpr (Waits) {
+			histograms.reset(new sbb::WaitHistogram[n]());
+			for (size_t k = 0; k < n; k++)
+				tasks[k].clock.histogram = &histograms[k];
+		}
+	}
+	void merge(sbb::Meter &m, size_t n) const
+	{
+		if constexpr (Waits)
+			for (size_t k = 0; k < n; k++)
+				m.waits()->merge(histograms[k]);
 	}
 };
 
@@ -867,45 +902,77 @@ void run_on_group(const sbb::Params &p, sbb::Meter &m, Task *tasks, size_t n, si
 	expect((long)cancelled, 0, "nothing cancelled");
 }
 
-template <size_t Where> uint64_t group_mutex(const sbb::Params &p, sbb::Meter &m)
+template <size_t Where, bool Fifo, bool Waits>
+uint64_t group_mutex_on(const sbb::Params &p, sbb::Meter &m)
 {
 	sb_mutex mutex;
-	expect(sb_mutex_init(&mutex), 0, "init");
+	expect(Fifo ? sb_mutex_init_fifo(&mutex) : sb_mutex_init(&mutex), 0, "init");
 	uint64_t counter = 0;
 	size_t n = p.threads * TASKS_PER_THREAD;
-	std::unique_ptr<MutexTask[]> tasks(new MutexTask[n]);
+	std::unique_ptr<MutexTask<Waits>[]> tasks(new MutexTask<Waits>[n]);
 	for (size_t k = 0; k < n; k++) {
-		sb_task_init(&tasks[k].task, MutexTask::poll, nullptr, nullptr);
+		sb_task_init(&tasks[k].task, MutexTask<Waits>::poll, nullptr, nullptr);
 		tasks[k].mutex = &mutex;
 		tasks[k].counter = &counter;
 		tasks[k].left = p.rounds;
 		tasks[k].locking = false;
 	}
+	TaskWaits<Waits> waits(tasks.get(), n);
 	run_on_group(p, m, tasks.get(), n, Where);
+	waits.merge(m, n);
 	uint64_t ops = n * p.rounds;
 	expect((long)counter, (long)ops, "no update lost under the mutex");
 	expect(sb_mutex_destroy(&mutex), 0, "destroy");
 	return ops;
 }
-SBB_BATCH(group_mutex<SB_GROUP_FLOATING>, "contention/mutex-N-threads", sbb::SYNCBAND, 10000);
-SBB_BATCH(group_mutex<SB_GROUP_ANY>, "contention/mutex-N-threads", sbb::SYNCBAND_PINNED, 10000);
 
-template <size_t Where> uint64_t group_semaphore(const sbb::Params &p, sbb::Meter &m)
+template <size_t Where, bool Fifo> uint64_t group_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	return m.waits() ? group_mutex_on<Where, Fifo, true>(p, m)
+			 : group_mutex_on<Where, Fifo, false>(p, m);
+}
+
+uint64_t floating_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	return group_mutex<SB_GROUP_FLOATING, false>(p, m);
+}
+uint64_t pinned_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	return group_mutex<SB_GROUP_ANY, false>(p, m);
+}
+uint64_t floating_fifo_mutex(const sbb::Params &p, sbb::Meter &m)
+{
+	return group_mutex<SB_GROUP_FLOATING, true>(p, m);
+}
+SBB_BATCH(floating_mutex, "contention/mutex-N-threads", sbb::SYNCBAND, 10000);
+SBB_BATCH(pinned_mutex, "contention/mutex-N-threads", sbb::SYNCBAND_PINNED, 10000);
+SBB_BATCH(floating_fifo_mutex, "contention/mutex-N-threads", sbb::SYNCBAND_FIFO, 10000);
+
+template <size_t Where, bool Waits>
+uint64_t group_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {
 	sb_semaphore sem;
 	expect(sb_semaphore_init(&sem, p.permits), 0, "init");
 	size_t n = p.threads * TASKS_PER_THREAD;
-	std::unique_ptr<SemaphoreTask[]> tasks(new SemaphoreTask[n]);
+	std::unique_ptr<SemaphoreTask<Waits>[]> tasks(new SemaphoreTask<Waits>[n]);
 	for (size_t k = 0; k < n; k++) {
-		sb_task_init(&tasks[k].task, SemaphoreTask::poll, nullptr, nullptr);
+		sb_task_init(&tasks[k].task, SemaphoreTask<Waits>::poll, nullptr, nullptr);
 		tasks[k].sem = &sem;
 		tasks[k].left = p.rounds;
 		tasks[k].acquiring = false;
 	}
+	TaskWaits<Waits> waits(tasks.get(), n);
 	run_on_group(p, m, tasks.get(), n, Where);
+	waits.merge(m, n);
 	expect((long)sb_semaphore_available(&sem), (long)p.permits, "every permit is back");
 	expect(sb_semaphore_destroy(&sem), 0, "destroy");
 	return n * p.rounds;
+}
+
+template <size_t Where> uint64_t group_semaphore(const sbb::Params &p, sbb::Meter &m)
+{
+	return m.waits() ? group_semaphore_on<Where, true>(p, m)
+			 : group_semaphore_on<Where, false>(p, m);
 }
 SBB_BATCH(group_semaphore<SB_GROUP_FLOATING>, "contention/semaphore-N-threads", sbb::SYNCBAND,
 	  10000);

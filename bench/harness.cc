@@ -184,7 +184,7 @@ double median(std::vector<double> v)
 		"%s: %s\n"
 		"usage: %s --list\n"
 		"       %s --run <scenario> [<impl>] [--batches B] [--rounds R] [--threads N] "
-		"[--permits K]\n"
+		"[--permits K] [--once | --waits]\n"
 		"       %s [google-benchmark flags, e.g. --benchmark_filter=REGEX]\n",
 		prog, why, prog, prog, prog);
 	exit(2);
@@ -216,9 +216,18 @@ int cmd_run(const char *prog, int argc, char **argv)
 	if (i < argc && strncmp(argv[i], "--", 2) != 0)
 		impl = argv[i++];
 	uint64_t batches = 1, rounds = 0, threads = 0, permits = DEFAULT_PERMITS;
-	for (; i < argc; i += 2) {
-		const char *flag = argv[i];
-		const char *value = i + 1 < argc ? argv[i + 1] : nullptr;
+	bool once = false, waits = false;
+	while (i < argc) {
+		const char *flag = argv[i++];
+		if (!strcmp(flag, "--once")) {
+			once = true;
+			continue;
+		}
+		if (!strcmp(flag, "--waits")) {
+			waits = true;
+			continue;
+		}
+		const char *value = i < argc ? argv[i++] : nullptr;
 		uint64_t *slot = !strcmp(flag, "--batches")   ? &batches
 				 : !strcmp(flag, "--rounds")  ? &rounds
 				 : !strcmp(flag, "--threads") ? &threads
@@ -231,6 +240,8 @@ int cmd_run(const char *prog, int argc, char **argv)
 	}
 	if (threads > 1024 || permits > 1000000)
 		usage(prog, "--threads or --permits out of range");
+	if (once && waits)
+		usage(prog, "--once and --waits exclude each other");
 
 	const Row *found = nullptr;
 	unsigned named = 0;
@@ -249,12 +260,44 @@ int cmd_run(const char *prog, int argc, char **argv)
 	const Row &row = *found;
 	if (threads && !has_threads(row))
 		usage(prog, "--threads applies only to the -N-threads rows");
+	if (waits && !has_threads(row))
+		usage(prog, "--waits applies only to the -N-threads rows");
 	if (named && threads && named != threads)
 		usage(prog, "the scenario's name and --threads disagree");
 	Params p{rounds ? rounds : row.rounds,
 		 (unsigned)(named ? named : threads ? threads : DEFAULT_THREADS), (unsigned)permits};
 	std::string name = row_name(row, p.threads);
 	g_current = name + " " + row.impl;
+
+	if (waits) {
+		// One batch, no warm-up, every acquire timed; its own time is
+		// slowed by the clock reads and not reported.
+		WaitHistogram histogram;
+		Meter m(&histogram);
+		row.batch(p, m);
+		if (histogram.count() == 0)
+			usage(prog, "this row does not time its acquires");
+		printf("WAITS %s %s p50_ns=%llu p99_ns=%llu max_ns=%llu acquires=%llu\n", name.c_str(),
+		       row.impl, (unsigned long long)histogram.percentile(0.50),
+		       (unsigned long long)histogram.percentile(0.99),
+		       (unsigned long long)histogram.max(), (unsigned long long)histogram.count());
+		fflush(stdout);
+		return 0;
+	}
+
+	if (once) {
+		// One batch, no warm-up: it counts the allocations and is timed.
+		Meter m;
+		set_counting(true);
+		uint64_t units = row.batch(p, m);
+		set_counting(false);
+		double ns = (double)m.elapsed_ns() / (double)units;
+		printf("BATCH %s %s %.3f\n", name.c_str(), row.impl, ns);
+		printf("RESULT %s %s %.3f allocs_per_round=%s\n", name.c_str(), row.impl, ns,
+		       format_allocs((double)m.allocs() / (double)units).c_str());
+		fflush(stdout);
+		return 0;
+	}
 
 	// Warm-up: untimed for the result, and the only batch that counts
 	// allocations.

@@ -7,12 +7,20 @@
 //
 //   bench_x --list                         "<scenario> <impl> <default rounds>" a line
 //   bench_x --run <scenario> [<impl>] [--batches B] [--rounds R]
-//           [--threads N] [--permits K]
+//           [--threads N] [--permits K] [--once | --waits]
 //       one untimed warm-up batch (allocations are counted in it, and only
 //       in it), then B timed batches (default 1) of R rounds (default: the
 //       row's count from BENCHMARKS.md); prints, exactly like bench/peers,
 //         BATCH <scenario> <impl> <ns_per_round>            one per batch
 //         RESULT <scenario> <impl> <median_ns> allocs_per_round=<x>
+//       --once: exactly one batch of R rounds and no warm-up (it counts the
+//       allocations and is timed), so that two runs of R and 2R rounds
+//       differ by R rounds and nothing else (the instruction counts of
+//       bench/run.py, under callgrind).
+//       --waits (contention rows): exactly one batch of R rounds, no warm-up,
+//       in which every acquire is timed; prints only
+//         WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>
+//       (that batch's time is not reported: the clock reads slow it down).
 //   bench_x [--benchmark_filter=...]      google-benchmark's own runner: every
 //       row is registered with ->Iterations(rounds) (round rows) or as one
 //       manually timed batch (thread rows), so its own output works too.
@@ -39,6 +47,10 @@ constexpr const char *SYNCBAND = "syncband";
 constexpr const char *SYNCBAND_BLOCKING = "syncband-blocking";
 // contention rows on executor threads with tasks pinned to their thread
 constexpr const char *SYNCBAND_PINNED = "syncband-pinned";
+// the mutex rows above with a strict-FIFO mutex (sb_mutex_init_fifo); the
+// names without "-fifo" are the default, eventually fair mutex
+constexpr const char *SYNCBAND_FIFO = "syncband-fifo";
+constexpr const char *SYNCBAND_BLOCKING_FIFO = "syncband-blocking-fifo";
 constexpr const char *PTHREAD = "pthread";
 constexpr const char *SEM_T = "sem_t";
 constexpr const char *C_ATOMIC = "c-atomic";
@@ -71,10 +83,111 @@ inline uint64_t now_ns()
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+// ---------------------------------------------------------------- acquire waits
+
+// How long acquires waited, from the lock/acquire call (or a lock future's
+// first poll) until the caller held the mutex or permit.  Log-linear: exact
+// below 32 ns, then 32 buckets per power of two, so a percentile is reported
+// as its bucket's upper edge, at most 1/32 (3.1%) above the true value; the
+// maximum is exact.  Fixed size (no allocation when recording): one per
+// thread or task, allocated before the timed segment, merged after it.
+class WaitHistogram {
+public:
+	void record(uint64_t ns)
+	{
+		counts_[bucket(ns)]++;
+		if (ns > max_)
+			max_ = ns;
+	}
+	void merge(const WaitHistogram &o)
+	{
+		for (size_t i = 0; i < BUCKETS; i++)
+			counts_[i] += o.counts_[i];
+		if (o.max_ > max_)
+			max_ = o.max_;
+	}
+	uint64_t count() const
+	{
+		uint64_t n = 0;
+		for (uint64_t c : counts_)
+			n += c;
+		return n;
+	}
+	uint64_t max() const { return max_; }
+	// The smallest recorded value v such that a fraction q of the records
+	// are <= v, rounded up to its bucket's upper edge (never above max()).
+	uint64_t percentile(double q) const
+	{
+		uint64_t n = count();
+		if (n == 0)
+			return 0;
+		double want = q * (double)n;
+		uint64_t rank = (uint64_t)want < want ? (uint64_t)want + 1 : (uint64_t)want;
+		if (rank == 0)
+			rank = 1;
+		uint64_t seen = 0;
+		for (size_t i = 0; i < BUCKETS; i++) {
+			seen += counts_[i];
+			if (seen >= rank)
+				return i + 1 < BUCKETS && upper_edge(i) < max_ ? upper_edge(i) : max_;
+		}
+		return max_;
+	}
+
+private:
+	static constexpr unsigned SUB_BITS = 5; // 32 buckets per power of two
+	// Waits of 2^41 ns (37 minutes) and longer share the last bucket.
+	static constexpr unsigned TOP_BIT = 40;
+	static constexpr size_t BUCKETS = (size_t)(TOP_BIT - SUB_BITS + 2) << SUB_BITS;
+
+	static size_t bucket(uint64_t ns)
+	{
+		if (ns < (1u << SUB_BITS))
+			return (size_t)ns;
+		unsigned top = 63u - (unsigned)__builtin_clzll(ns);
+		if (top > TOP_BIT)
+			return BUCKETS - 1;
+		unsigned shift = top - SUB_BITS;
+		return ((size_t)(shift + 1) << SUB_BITS) |
+		       (size_t)((ns >> shift) & ((1u << SUB_BITS) - 1));
+	}
+	static uint64_t upper_edge(size_t i)
+	{
+		size_t group = i >> SUB_BITS, sub = i & ((1u << SUB_BITS) - 1);
+		if (group == 0)
+			return sub;
+		unsigned shift = (unsigned)group - 1;
+		return ((((uint64_t)1 << SUB_BITS) + sub + 1) << shift) - 1;
+	}
+
+	uint64_t counts_[BUCKETS] = {};
+	uint64_t max_ = 0;
+};
+
+// Times one acquire into a histogram: begin() before the lock/acquire call
+// or the future's first poll, end() once it holds.  WaitClock<false> is
+// empty and its calls compile to nothing, so a throughput batch runs exactly
+// the code it ran before waits were measured.
+template <bool On> struct WaitClock {
+	void begin() {}
+	void end() {}
+};
+
+template <> struct WaitClock<true> {
+	WaitHistogram *histogram = nullptr;
+	uint64_t started = 0;
+	void begin() { started = now_ns(); }
+	void end() { histogram->record(now_ns() - started); }
+};
+
 // Times the measured segments of a batch and counts the allocations made in
-// them.  Setup and teardown stay outside the segments.
+// them.  Setup and teardown stay outside the segments.  With waits() set
+// (--waits), a contention batch also times every acquire into it.
 class Meter {
 public:
+	explicit Meter(WaitHistogram *waits = nullptr) : waits_(waits) {}
+	WaitHistogram *waits() const { return waits_; }
+
 	void start()
 	{
 		start_allocs_ = allocations();
@@ -90,6 +203,7 @@ public:
 	uint64_t allocs() const { return allocs_; }
 
 private:
+	WaitHistogram *waits_;
 	uint64_t start_ns_ = 0, start_allocs_ = 0, elapsed_ns_ = 0, allocs_ = 0;
 };
 
@@ -98,10 +212,12 @@ private:
 [[noreturn]] void wrong_result(const char *step, long expected, long got);
 
 // Aborts the run unless `got == want`.  Inlined; the failure path is cold.
-inline void expect(long got, long want, const char *step)
+// Compared in the result's own type (int for the API's results), so that a
+// check is one test and one branch, with no widening first.
+template <class T, class U> inline void expect(T got, U want, const char *step)
 {
-	if (__builtin_expect(got != want, 0))
-		wrong_result(step, want, got);
+	if (__builtin_expect(got != (T)want, 0))
+		wrong_result(step, (long)want, (long)got);
 }
 
 // Makes the compiler forget what it knows about `p` (as Rust's black_box):
@@ -142,23 +258,35 @@ struct Register {
 	explicit Register(const Row &row) { add_row(row); }
 };
 
-// A round scenario S: S(const Params &) sets up (untimed); S::round() is one
-// round (timed); S::finish() tears down and checks final state (untimed).
+// A round scenario S keeps its primitives in an S::Storage (a struct of
+// them, or sbb::NoStorage) that the harness owns and escapes, and holds only
+// pointers into it: S(const Params &, S::Storage &) sets up (untimed);
+// S::round() is one round (timed); S::finish() tears down and checks the
+// final state (untimed).  S's own address never escapes, so its pointers
+// stay in registers across the rounds, as a Rust closure's locals do on the
+// peers' side (a pointer member of an escaped object would be reloaded after
+// every atomic operation: harness cost counted against the library).
+struct NoStorage {};
+
 template <class S> uint64_t round_batch(const Params &p, Meter &m)
 {
-	S s(p);
+	typename S::Storage storage;
+	S s(p, *escape(&storage));
+	const uint64_t rounds = p.rounds;
 	m.start();
-	for (uint64_t i = 0; i < p.rounds; i++)
+	// Counting down: one decrement and one branch a round.
+	for (uint64_t left = rounds; left != 0; left--)
 		s.round();
 	m.stop();
 	s.finish();
-	return p.rounds;
+	return rounds;
 }
 
 template <class S> void round_gbench(benchmark::State &st)
 {
 	Params p{(uint64_t)st.max_iterations, DEFAULT_THREADS, DEFAULT_PERMITS};
-	S s(p);
+	typename S::Storage storage;
+	S s(p, *escape(&storage));
 	for (auto _ : st)
 		s.round();
 	s.finish();

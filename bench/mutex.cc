@@ -19,11 +19,12 @@ constexpr int QUEUED_WAITERS = 4;
 
 // One mutex; the lock future is ready on its first poll; unlock.
 struct UncontendedReuse {
-	sb_mutex mutex;
+	struct Storage {
+		sb_mutex mutex;
+	};
 	sb_mutex *m;
-	explicit UncontendedReuse(const sbb::Params &)
+	UncontendedReuse(const sbb::Params &, Storage &st) : m(&st.mutex)
 	{
-		m = sbb::escape(&mutex);
 		expect(sb_mutex_init(m), 0, "init");
 	}
 	void round()
@@ -40,9 +41,11 @@ SBB_ROUNDS(UncontendedReuse, "mutex/uncontended-reuse", sbb::SYNCBAND, 24000000)
 // The floor the target names: pthread_mutex_lock + pthread_mutex_unlock on a
 // default (normal) mutex, in a process that has created a thread (main()).
 struct PthreadUncontendedReuse {
-	pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+	struct Storage {
+		pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+	};
 	pthread_mutex_t *m;
-	explicit PthreadUncontendedReuse(const sbb::Params &) { m = sbb::escape(&mutex); }
+	PthreadUncontendedReuse(const sbb::Params &, Storage &st) : m(&st.mutex) {}
 	void round()
 	{
 		expect(pthread_mutex_lock(m), 0, "pthread_mutex_lock on a free mutex");
@@ -56,11 +59,12 @@ SBB_ROUNDS(PthreadUncontendedReuse, "mutex/uncontended-reuse", sbb::PTHREAD, 240
 // ready on its next poll (it was handed the mutex) and unlocks, handing the
 // mutex to the next.
 struct FourQueuedWaiters {
-	sb_mutex mutex;
+	struct Storage {
+		sb_mutex mutex;
+	};
 	sb_mutex *m;
-	explicit FourQueuedWaiters(const sbb::Params &)
+	FourQueuedWaiters(const sbb::Params &, Storage &st) : m(&st.mutex)
 	{
-		m = sbb::escape(&mutex);
 		expect(sb_mutex_init(m), 0, "init");
 	}
 	void round()

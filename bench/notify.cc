@@ -22,7 +22,8 @@ constexpr int FAN_OUT = 16;
 // A fresh auto-reset event each round; wait -> pending; set; poll -> ready.
 // Creating and destroying the fresh event is part of the round.
 struct FreshOneWaiter {
-	explicit FreshOneWaiter(const sbb::Params &) {}
+	using Storage = sbb::NoStorage;
+	FreshOneWaiter(const sbb::Params &, Storage &) {}
 	void round()
 	{
 		sb_auto_event event;
@@ -41,11 +42,12 @@ SBB_ROUNDS(FreshOneWaiter, "notify/fresh-one-waiter", sbb::SYNCBAND, 2000000);
 
 // The same on one auto-reset event.
 struct ReusedOneWaiter {
-	sb_auto_event event;
+	struct Storage {
+		sb_auto_event event;
+	};
 	sb_auto_event *e;
-	explicit ReusedOneWaiter(const sbb::Params &)
+	ReusedOneWaiter(const sbb::Params &, Storage &st) : e(&st.event)
 	{
-		e = sbb::escape(&event);
 		expect(sb_auto_event_init(e, false), 0, "init");
 	}
 	void round()
@@ -67,11 +69,12 @@ SBB_ROUNDS(ReusedOneWaiter, "notify/reused-one-waiter", sbb::SYNCBAND, 2000000);
 
 // One manual-reset event; 16 waits -> pending; set; all 16 ready; reset.
 struct FanOut16 {
-	sb_event event;
+	struct Storage {
+		sb_event event;
+	};
 	sb_event *e;
-	explicit FanOut16(const sbb::Params &)
+	FanOut16(const sbb::Params &, Storage &st) : e(&st.event)
 	{
-		e = sbb::escape(&event);
 		expect(sb_event_init(e, false), 0, "init");
 	}
 	void round()
@@ -97,14 +100,14 @@ SBB_ROUNDS(FanOut16, "event/fan-out-16", sbb::SYNCBAND, 200000);
 // Take the mutex (try_lock: one CAS); wait -> pending (registered, mutex
 // released); notify_one; poll -> ready, holding the mutex again; unlock.
 struct CondvarNotifyOne {
-	sb_mutex mutex;
-	sb_condvar condvar;
+	struct Storage {
+		sb_mutex mutex;
+		sb_condvar condvar;
+	};
 	sb_mutex *m;
 	sb_condvar *cv;
-	explicit CondvarNotifyOne(const sbb::Params &)
+	CondvarNotifyOne(const sbb::Params &, Storage &st) : m(&st.mutex), cv(&st.condvar)
 	{
-		m = sbb::escape(&mutex);
-		cv = sbb::escape(&condvar);
 		expect(sb_mutex_init(m), 0, "init mutex");
 		expect(sb_condvar_init(cv), 0, "init condvar");
 	}

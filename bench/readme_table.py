@@ -6,8 +6,9 @@
 
 One row per scenario that has a target or a peer: syncband's median, Tokio's,
 the smol-stack peer's (async-lock, event-listener or async-executor), each
-peer's ratio to syncband, and the BENCHMARKS.md targets with their verdicts,
-all read from the JSON that `./x bench` publishes.
+peer's ratio to syncband, the instructions per round of the single-thread
+rows (callgrind; "instr"), and the BENCHMARKS.md targets with their
+verdicts, all read from the JSON that `./x bench` publishes.
 """
 import json
 import sys
@@ -28,6 +29,16 @@ def fmt_ns(ns):
     return "%.1f ns" % ns
 
 
+def fmt_instr(n):
+    return ("%.0f" if n >= 100 else "%.1f") % n
+
+
+def instr(e):
+    """", 64.0 instr" for a row with an instruction count, else ""."""
+    n = e.get("instructions")
+    return ", %s instr" % fmt_instr(n) if n is not None else ""
+
+
 def cell(rows, names):
     for name in names:
         e = rows.get(name)
@@ -35,7 +46,7 @@ def cell(rows, names):
             continue
         if "unsupported" in e:
             return "unsupported"
-        text = "%s (%.2f×)" % (fmt_ns(e["median"]), e["ratio"])
+        text = "%s (%.2f×)%s" % (fmt_ns(e["median"]), e["ratio"], instr(e))
         allocs = e.get("allocs") or 0
         if allocs >= 0.5:
             n = round(allocs, 1)
@@ -64,8 +75,9 @@ def main():
         base = rows.get("syncband")
         if not base or "median" not in base:
             continue
-        print("| %s | %s | %s | %s | %s |" % (name, fmt_ns(base["median"]), cell(rows, TOKIO),
-                                              cell(rows, SMOL), verdicts(base)))
+        print("| %s | %s%s | %s | %s | %s |" % (name, fmt_ns(base["median"]), instr(base),
+                                                cell(rows, TOKIO), cell(rows, SMOL),
+                                                verdicts(base)))
 
 
 if __name__ == "__main__":

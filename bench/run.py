@@ -7,7 +7,8 @@ It builds nothing: give it the directory of the C benchmark binaries
 (bench_* from bench/CMakeLists.txt) and the peers binary (bench/peers).
 
     bench/run.py --bin-dir build/bench/bench --peers PATH [--out build/bench]
-                 [--quick | --smoke] [--repeat N] [FILTER ...]
+                 [--quick | --smoke | --instructions [--functions]]
+                 [--no-instructions] [--repeat N] [FILTER ...]
 
 Every (scenario, impl) pair is one invocation of a binary with --batches 1:
 an untimed warm-up batch (allocations are counted there), then one timed
@@ -17,12 +18,37 @@ repetition to the next.  Per pair the table shows the median of its batches,
 their min-max, the allocations per round, and each median's ratio to
 syncband's.  FILTER words keep the scenarios whose name contains one of them.
 
+Instructions per round: for every single-thread row (the primitive
+scenarios and the CAS+store baseline, syncband and peers alike), each pair
+runs twice under `valgrind --tool=callgrind`, with `--once --rounds R` and
+`--once --rounds 2R` (one batch, no warm-up): start-up and set-up are the
+same in both runs, so (I(2R) - I(R)) / R is what one round executes, the
+harness's loop and checks included on both sides.  The table shows it beside
+the time; the JSON has it as "instructions".  A full or --quick run measures
+it after the timed repetitions (--no-instructions skips it).
+--instructions measures only that column (no timing) and prints it with
+its targets; --functions adds, per pair, each function's instructions per
+round (callgrind_annotate's self cost, differenced the same way).
+
+Contention rows (contention/*-N-threads): the binaries list them at 2
+threads; they run at every N of CONTENTION_THREADS (2, 4, 8, 16), with the
+rounds of contention_rounds().  Besides the timed batch, every repetition
+runs each contention pair once more with --waits: one batch in which every
+acquire is timed (from the lock/acquire call, or the future's first poll,
+until it holds), which prints a WAITS line with the p50, p99 and maximum
+wait.  The table shows the median of the runs' p50 and p99 and the largest
+maximum; that batch's own time (slowed by the clock reads) is not used.
+
 --quick: 3 repetitions of 1/100 of the rounds.  --smoke: every pair once
-with 10 rounds; exits non-zero unless every pair printed its RESULT line.
-Writes OUT/results.json and OUT/results.svg (not in --smoke mode).
+with 10 rounds (and its waits run, for the contention pairs), and the
+instruction count of every single-thread pair with R = 1000; exits non-zero
+unless every pair printed its RESULT line, every contention pair its WAITS
+line, and every count came back.  Writes OUT/results.json and OUT/results.svg (not in
+--smoke mode; --instructions writes OUT/instructions.json).
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import contextlib
 import io
@@ -31,9 +57,11 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 # BENCHMARKS.md's order; scenarios not listed here follow in discovery order.
@@ -58,7 +86,13 @@ SCENARIO_ORDER = [
     "executor/channels",
     "executor/queued-handoff",
     "contention/mutex-2-threads",
+    "contention/mutex-4-threads",
+    "contention/mutex-8-threads",
+    "contention/mutex-16-threads",
     "contention/semaphore-2-threads",
+    "contention/semaphore-4-threads",
+    "contention/semaphore-8-threads",
+    "contention/semaphore-16-threads",
     "notify/fan-out-10",
     "notify/fan-out-100",
     "notify/fan-out-500",
@@ -68,11 +102,75 @@ SCENARIO_ORDER = [
 # syncband for every one of them, fresh or reused.
 PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:10])
 
+BASELINE_SCENARIO = "baseline/cas-acquire+store-release"
+# The rows whose instructions per round are counted: one thread, no runtime.
+SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO}
+# Rows that are not peers but floors (pthread, sem_t, the bare CAS+store).
+BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std")
+
 EXECUTOR_PEERS = ("tokio-current-thread", "async-executor")
 CONTENTION_PEERS = ("tokio", "async-lock")
 
+# The thread counts of the contention rows: the binaries list each
+# contention/*-N-threads row at the first; run.py runs it at every one.
+# Above 2 the rows are oversubscribed on the 2-core machine.
+CONTENTION_THREADS = (2, 4, 8, 16)
+THREADS_RE = re.compile(r"^(.*)-([0-9]+)-threads$")
+
+# A strict-FIFO mutex row (impl "...-fifo") convoys once its threads
+# outnumber the cores: every unlock hands the mutex to a waiter whose thread
+# may not be running, and everyone queues behind it (9-18 us an operation on
+# the 2-core machine, 500-1000 x the other rows).  Above 2 threads those rows
+# run 1/50 of the rounds, so that one batch stays near 0.25 s at worst
+# instead of 10-20 s.
+FIFO_OVERSUBSCRIBED_DIVISOR = 50
+
+
+def contention_rounds(base, threads, impl):
+    """Rounds per task (per thread / 64) of a contention pair: the row's
+    count at 2 threads x 2/N, so that a batch does the same N x 64 x R
+    operations at every N (1.28 million by default); strict-FIFO mutex rows
+    above 2 threads a 50th of that."""
+    rounds = max(1, base * CONTENTION_THREADS[0] // threads)
+    if impl.endswith("-fifo") and threads > CONTENTION_THREADS[0]:
+        rounds = max(1, rounds // FIFO_OVERSUBSCRIBED_DIVISOR)
+    return rounds
+
+
+def read_fairness_bound():
+    """SB_MUTEX_FAIRNESS_BOUND_NS from include/syncband/mutex.h."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                          "include", "syncband", "mutex.h")
+    try:
+        with open(header) as f:
+            m = re.search(r"^#define SB_MUTEX_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
+    except OSError as e:
+        sys.exit("run.py: cannot read the fairness bound: %s" % e)
+    if not m:
+        sys.exit("run.py: no SB_MUTEX_FAIRNESS_BOUND_NS in %s" % header)
+    return int(m.group(1))
+
+
+# The eventually fair mutex's wait target, on its contention rows at every
+# N: max acquire wait <= 2 x SB_MUTEX_FAIRNESS_BOUND_NS + one critical
+# section.  A critical section here (an increment, and the clock read that
+# ends the wait) is well under a microsecond; the allowance of 0.1 ms on top
+# covers the wake-up of the waiter that the mutex is handed to.
+FAIRNESS_BOUND_NS = read_fairness_bound()
+FAIRNESS_ALLOWANCE_NS = 100_000
+FAIR_WAIT_LIMIT_NS = 2 * FAIRNESS_BOUND_NS + FAIRNESS_ALLOWANCE_NS
+FAIR_MUTEX_SCENARIO_RE = re.compile(r"^contention/mutex-[0-9]+-threads$")
+
+
+def is_strict_fifo(impl):
+    return impl.endswith("-fifo")
+
+
 # BENCHMARKS.md's targets: syncband's median <= factor x the reference's
-# median.  The reference is one impl, or the fastest of several.
+# median.  The reference is one impl, or the fastest of several.  A target
+# applies to the syncband rows named by its third element, or, without
+# one, to every syncband row but the strict-FIFO ones ("-fifo": the mutex's
+# old handoff, kept by request; they are measured, not targeted).
 TARGETS = {
     "semaphore/pending-handoff": [(0.40, ("tokio",))],
     "semaphore/reused-handoff": [(0.50, ("tokio",))],
@@ -86,15 +184,42 @@ TARGETS = {
     "executor/channels": [(0.70, EXECUTOR_PEERS)],
     "executor/queued-handoff": [(0.50, ("tokio-current-thread",))],
     "contention/mutex-2-threads": [(1.00, ("pthread",))],
+    "contention/mutex-8-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
+    "contention/mutex-16-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
     "contention/semaphore-2-threads": [(1.00, CONTENTION_PEERS)],
 }
+
+# BENCHMARKS.md's instruction targets: syncband's instructions per round <=
+# factor x the best peer's (Tokio, async-lock, event-listener; not the
+# baselines) or x the CAS+store baseline's.  The baseline is the C harness's
+# row (c-atomic): the same loop and checks as syncband's own rows.
+UNCONTENDED_SCENARIOS = ("semaphore/try-one-and-return", "mutex/uncontended-reuse")
+INSTR_BASELINE_IMPLS = ("c-atomic", "rust-std")
+
+
+def instruction_targets(scenario):
+    if scenario in UNCONTENDED_SCENARIOS:
+        return [(1.0, "peer"), (2.5, "baseline")]
+    if scenario in PRIMITIVE_SCENARIOS:
+        return [(0.5, "peer")]
+    return []
+
 
 RESULT_RE = re.compile(
     r"^RESULT (\S+) (\S+) ([0-9]+\.[0-9]{3}) allocs_per_round=([0-9]+(?:\.[0-9]{1,3})?)$")
 BATCH_RE = re.compile(r"^BATCH (\S+) (\S+) ([0-9]+\.[0-9]{3})$")
+WAITS_RE = re.compile(
+    r"^WAITS (\S+) (\S+) p50_ns=([0-9]+) p99_ns=([0-9]+) max_ns=([0-9]+) acquires=([0-9]+)$")
 
 QUICK_REPEAT = 3
 SMOKE_ROUNDS = 10
+# R of the instruction count: the scenario's default rounds / 300 (about
+# 0.1-0.5 s of work under callgrind per run), at least 100; --smoke: 1000
+# (fewer would drown in the few hundred instructions by which two start-ups
+# of one binary may differ).
+INSTR_ROUNDS_DIVISOR = 300
+INSTR_MIN_ROUNDS = 100
+SMOKE_INSTR_ROUNDS = 1000
 
 
 def log(msg):
@@ -106,26 +231,45 @@ def is_syncband(impl):
 
 
 class Pair:
-    def __init__(self, scenario, impl, cmd, rounds, side):
+    def __init__(self, scenario, impl, cmd, rounds, side, threads=None):
         self.scenario = scenario
         self.impl = impl
         self.cmd = cmd          # argv prefix; "<scenario> <impl> --batches 1 ..." follow
         self.rounds = rounds    # default rounds, when the binary told us
         self.side = side        # "c" or "peers"
+        self.threads = threads  # N of a contention row, else None
+        self.rounds_run = None  # the rounds it ran with, when given explicitly
         self.samples = []       # ns per round, one per timed batch
+        self.waits = []         # {p50_ns, p99_ns, max_ns, acquires}, one per --waits run
         self.allocs = []        # allocs_per_round, one per invocation
         self.errors = []
+        self.instructions = None  # per round, under callgrind
+        self.instr_rounds = None  # the R it was measured with
+        self.functions = None     # {function: instructions per round}
 
     def stats(self):
         if not self.samples:
-            return None
-        return {
+            if self.instructions is None:
+                return None
+            return {"instructions": self.instructions}
+        s = {
             "median": statistics.median(self.samples),
             "min": min(self.samples),
             "max": max(self.samples),
             # The largest count seen: an allocation in any run shows.
             "allocs": max(self.allocs) if self.allocs else None,
         }
+        if self.instructions is not None:
+            s["instructions"] = self.instructions
+        if self.waits:
+            s["waits"] = {
+                "p50_ns": statistics.median(w["p50_ns"] for w in self.waits),
+                "p99_ns": statistics.median(w["p99_ns"] for w in self.waits),
+                # The worst seen: one long wait in any run shows.
+                "max_ns": max(w["max_ns"] for w in self.waits),
+                "runs": self.waits,
+            }
+        return s
 
 
 def run_cmd(argv, timeout):
@@ -172,6 +316,7 @@ def discover(bin_dir, peers):
         f = line.split()
         if len(f) == 2:
             pairs.append(Pair(f[0], f[1], [peers, "run"], None, "peers"))
+    pairs = expand_threads(pairs)
     out, err = run_cmd([peers, "unsupported"], 60)
     if err:
         sys.exit("run.py: %s unsupported: %s" % (peers, err))
@@ -183,17 +328,39 @@ def discover(bin_dir, peers):
     return pairs, unsupported
 
 
+def expand_threads(pairs):
+    """Each contention pair (listed at one N) at every N of CONTENTION_THREADS."""
+    out = []
+    for p in pairs:
+        m = THREADS_RE.match(p.scenario)
+        if not m:
+            out.append(p)
+            continue
+        for n in CONTENTION_THREADS:
+            out.append(Pair("%s-%d-threads" % (m.group(1), n), p.impl, p.cmd, p.rounds, p.side,
+                            threads=n))
+    return out
+
+
 def scenario_key(name, seen):
     return (SCENARIO_ORDER.index(name), 0) if name in SCENARIO_ORDER else (len(SCENARIO_ORDER),
                                                                             seen.index(name))
+
+
+# syncband's other rows in this order (the executor rows, then the threads;
+# each mode before its strict-FIFO twin); any not listed follow.
+SYNCBAND_ROW_ORDER = ("syncband-pinned", "syncband-fifo", "syncband-blocking",
+                      "syncband-blocking-fifo")
 
 
 def impl_order(impl):
     # syncband first, then its other rows, the C baselines, then the peers.
     if impl == "syncband":
         return (0, impl)
+    if impl in SYNCBAND_ROW_ORDER:
+        return (1, SYNCBAND_ROW_ORDER.index(impl), impl)
     if is_syncband(impl):
-        return (1, impl)
+        return (1, len(SYNCBAND_ROW_ORDER), impl)
     if impl in ("pthread", "sem_t", "c-atomic"):
         return (2, impl)
     return (3, impl)
@@ -203,6 +370,7 @@ def run_pair(pair, rounds, timeout):
     argv = pair.cmd + [pair.scenario, pair.impl, "--batches", "1"]
     if rounds:
         argv += ["--rounds", str(rounds)]
+        pair.rounds_run = rounds
     out, err = run_cmd(argv, timeout)
     if err:
         pair.errors.append(err)
@@ -221,6 +389,130 @@ def run_pair(pair, rounds, timeout):
         pair.errors.append("no well-formed RESULT line in: %r" % out[-300:])
         return False
     return True
+
+
+def run_waits(pair, rounds, timeout):
+    """One --waits run of a contention pair: appends its WAITS line's values."""
+    argv = pair.cmd + [pair.scenario, pair.impl, "--waits"]
+    if rounds:
+        argv += ["--rounds", str(rounds)]
+    out, err = run_cmd(argv, timeout)
+    if err:
+        pair.errors.append("--waits: " + err)
+        return False
+    for line in out.splitlines():
+        m = WAITS_RE.match(line)
+        if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
+            pair.waits.append({"p50_ns": int(m.group(3)), "p99_ns": int(m.group(4)),
+                               "max_ns": int(m.group(5)), "acquires": int(m.group(6))})
+            return True
+    pair.errors.append("--waits: no well-formed WAITS line in: %r" % out[-300:])
+    return False
+
+
+def fmt_waits(w):
+    """'30.0 ns / 1.2 us / 10.1 ms' (p50 / p99 / max)."""
+    return "%s / %s / %s" % (fmt_ns(w["p50_ns"]), fmt_ns(w["p99_ns"]), fmt_ns(w["max_ns"]))
+
+
+# ------------------------------------------------------------ instructions
+
+CALLGRIND_TOTAL_RE = re.compile(r"^(?:summary|totals):\s+([0-9]+)\s*$", re.M)
+ANNOTATE_LINE_RE = re.compile(r"^\s*([0-9][0-9,]*)\s+\(\s*[0-9.]+%\)\s+(\S.*)$")
+
+
+def annotate_functions(out_file):
+    """{function: self instructions} from callgrind_annotate."""
+    p = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", out_file],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("callgrind_annotate: " + (p.stderr.strip()[-200:] or "failed"))
+    funcs = {}
+    for line in p.stdout.splitlines():
+        m = ANNOTATE_LINE_RE.match(line)
+        if not m or "PROGRAM TOTALS" in m.group(2):
+            continue
+        name = m.group(2)
+        name = re.sub(r" \[[^\]]*\]$", "", name)    # " [object file]"
+        name = name.split(":", 1)[1] if ":" in name else name  # "file:function"
+        funcs[name] = funcs.get(name, 0) + int(m.group(1).replace(",", ""))
+    return funcs
+
+
+def callgrind_run(argv, tmpdir, tag, functions):
+    """Runs argv under callgrind: (total instructions, {function: self} or None)."""
+    out_file = os.path.join(tmpdir, "callgrind.%s.out" % tag)
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file] + argv
+    out, err = run_cmd(cmd, 600)
+    if err:
+        raise RuntimeError(err)
+    with open(out_file) as f:
+        m = CALLGRIND_TOTAL_RE.search(f.read())
+    if not m:
+        raise RuntimeError("no instruction total in %s" % out_file)
+    funcs = annotate_functions(out_file) if functions else None
+    os.unlink(out_file)
+    return int(m.group(1)), funcs
+
+
+def measure_instructions(pair, rounds, tmpdir, functions):
+    """(I(2R) - I(R)) / R for one pair, --once runs of R and 2R rounds."""
+    base = pair.cmd + [pair.scenario, pair.impl, "--once", "--rounds"]
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", "%s_%s" % (pair.scenario, pair.impl))
+    try:
+        one, f1 = callgrind_run(base + [str(rounds)], tmpdir, tag + "_1", functions)
+        two, f2 = callgrind_run(base + [str(2 * rounds)], tmpdir, tag + "_2", functions)
+    except (RuntimeError, OSError) as e:
+        pair.errors.append("callgrind: %s" % e)
+        return False
+    if two <= one:
+        pair.errors.append("callgrind: %d rounds ran no more instructions than %d"
+                           % (2 * rounds, rounds))
+        return False
+    pair.instructions = round((two - one) / rounds, 2)
+    pair.instr_rounds = rounds
+    if functions:
+        per_round = {}
+        for name in set(f1) | set(f2):
+            d = (f2.get(name, 0) - f1.get(name, 0)) / rounds
+            if abs(d) >= 0.05:
+                per_round[name] = round(d, 2)
+        pair.functions = per_round
+    return True
+
+
+def instruction_pairs(pairs):
+    return [p for p in pairs if p.scenario in SINGLE_THREAD_SCENARIOS]
+
+
+def measure_all_instructions(pairs, rounds_of, functions):
+    """Counts every single-thread pair, two at a time; returns the failures."""
+    todo = instruction_pairs(pairs)
+    if not todo:
+        return []
+    started = time.monotonic()
+    log("==> instructions per round (callgrind, R and 2R rounds): %d pairs" % len(todo))
+    with tempfile.TemporaryDirectory(prefix="syncband-callgrind-") as tmpdir:
+        workers = max(1, min(2, os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            jobs = {pool.submit(measure_instructions, p, rounds_of(p), tmpdir, functions): p
+                    for p in todo}
+            for job in concurrent.futures.as_completed(jobs):
+                p = jobs[job]
+                ok = job.result()
+                log("    %-36s %-16s %s" % (p.scenario, p.impl,
+                                           fmt_instr(p.instructions) if ok else "FAILED"))
+    log("==> instructions counted in %.0f s" % (time.monotonic() - started))
+    return [p for p in todo if p.instructions is None]
+
+
+def fmt_instr(n):
+    if n is None:
+        return "-"
+    if n >= 100:
+        return "%.0f" % n
+    return "%.1f" % n
 
 
 def fmt_ns(ns):
@@ -260,10 +552,15 @@ def evaluate_targets(scenario, base_impl, by_impl):
     """Target verdicts for syncband row `base_impl` of one scenario."""
     verdicts = []
     sb = by_impl.get(base_impl)
-    if not sb:
+    if not sb or "median" not in sb:
         return verdicts
-    for factor, refs in TARGETS.get(scenario, []):
-        ref_rows = [(impl, by_impl[impl]["median"]) for impl in refs if impl in by_impl]
+    for target in TARGETS.get(scenario, []):
+        factor, refs = target[0], target[1]
+        rows = target[2] if len(target) > 2 else None
+        if (base_impl not in rows) if rows else is_strict_fifo(base_impl):
+            continue
+        ref_rows = [(impl, by_impl[impl]["median"]) for impl in refs
+                    if impl in by_impl and "median" in by_impl[impl]]
         label = "%.2fx %s" % (factor, "/".join(refs) if len(refs) == 1 else
                               "best of " + "/".join(refs))
         if not ref_rows:
@@ -282,29 +579,95 @@ def evaluate_targets(scenario, base_impl, by_impl):
         verdicts.append({"target": "0 allocations", "status": "pass" if ok else "MISS",
                          "ratio": None,
                          "text": "0 allocs: %s" % ("pass" if ok else "MISS")})
+    if FAIR_MUTEX_SCENARIO_RE.match(scenario) and not is_strict_fifo(base_impl):
+        label = "max wait %s" % fmt_ns(FAIR_WAIT_LIMIT_NS)
+        if "waits" not in sb:
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "max wait <=%s: not measured" % fmt_ns(FAIR_WAIT_LIMIT_NS)})
+        else:
+            worst = sb["waits"]["max_ns"]
+            ok = worst <= FAIR_WAIT_LIMIT_NS
+            verdicts.append({"target": label, "status": "pass" if ok else "MISS",
+                             "ratio": worst / FAIR_WAIT_LIMIT_NS,
+                             "text": "max wait <=%s: %s %s" % (fmt_ns(FAIR_WAIT_LIMIT_NS),
+                                                               fmt_ns(worst),
+                                                               "pass" if ok else "MISS")})
+    return verdicts
+
+
+def evaluate_instruction_targets(scenario, base_impl, by_impl, peers_known, baseline_rows):
+    """Instruction verdicts for syncband row `base_impl` (see instruction_targets).
+    `peers_known`: the scenario's supported peer impls, so that a scenario
+    without any (condvar) gets no verdict;
+    `baseline_rows`: {impl: instructions} of the CAS+store baseline."""
+    verdicts = []
+    sb = by_impl.get(base_impl)
+    if not sb or sb.get("instructions") is None:
+        return verdicts
+    for factor, kind in instruction_targets(scenario):
+        if kind == "peer":
+            if not peers_known:
+                continue
+            label = "best peer"
+            refs = [(i, r["instructions"]) for i, r in by_impl.items()
+                    if i in peers_known and r.get("instructions") is not None]
+        else:
+            label = "CAS+store baseline"
+            refs = [(i, baseline_rows[i]) for i in INSTR_BASELINE_IMPLS if i in baseline_rows][:1]
+        label = "instr %.2fx %s" % (factor, label)
+        if not refs:
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "%s: no reference measured" % label.replace(" ", " <=", 1)})
+            continue
+        ref_impl, ref = min(refs, key=lambda r: r[1])
+        ratio = sb["instructions"] / ref if ref > 0 else float("inf")
+        ok = ratio <= factor
+        verdicts.append({"target": label, "reference": ref_impl, "ratio": ratio,
+                         "status": "pass" if ok else "MISS",
+                         "text": "instr <=%.2fx %s: %s %s" % (factor, ref_impl, fmt_ratio(ratio),
+                                                               "pass" if ok else "MISS")})
     return verdicts
 
 
 def summarize(pairs, unsupported, scenarios):
     """Per scenario: rows with stats, rank, ratio, target verdicts."""
     report = []
+    baseline_rows = {p.impl: p.instructions for p in pairs
+                     if p.scenario == BASELINE_SCENARIO and p.instructions is not None}
     for sc in scenarios:
         rows = sorted((p for p in pairs if p.scenario == sc), key=lambda p: impl_order(p.impl))
         stats = {p.impl: p.stats() for p in rows}
         measured = {i: s for i, s in stats.items() if s}
         base = "syncband" if "syncband" in measured else next(
             (i for i in measured if is_syncband(i)), None)
-        ranked = sorted(measured, key=lambda i: measured[i]["median"])
+        timed = [i for i in measured if "median" in measured[i]]
+        ranked = sorted(timed, key=lambda i: measured[i]["median"])
+        peers_known = {p.impl for p in rows if not is_syncband(p.impl) and p.impl not in BASELINES}
+        base_instr = measured[base].get("instructions") if base else None
         entries = []
         for p in rows:
             s = stats[p.impl]
             e = {"impl": p.impl, "side": p.side, "samples": p.samples, "errors": p.errors}
+            if p.threads is not None:
+                e["threads"] = p.threads
+            if p.rounds_run is not None:
+                e["rounds"] = p.rounds_run
             if s:
                 e.update(s)
-                e["rank"] = ranked.index(p.impl) + 1
-                e["ratio"] = (s["median"] / measured[base]["median"]) if base else None
+                if "median" in s:
+                    e["rank"] = ranked.index(p.impl) + 1
+                    e["ratio"] = (s["median"] / measured[base]["median"]
+                                  if base in timed else None)
+                if s.get("instructions") is not None:
+                    e["instr_rounds"] = p.instr_rounds
+                    e["instr_ratio"] = (s["instructions"] / base_instr
+                                        if base_instr else None)
+                if p.functions is not None:
+                    e["functions"] = dict(sorted(p.functions.items(), key=lambda kv: -kv[1]))
                 if is_syncband(p.impl):
-                    e["targets"] = evaluate_targets(sc, p.impl, measured)
+                    e["targets"] = (evaluate_targets(sc, p.impl, measured) +
+                                    evaluate_instruction_targets(sc, p.impl, measured,
+                                                                 peers_known, baseline_rows))
             entries.append(e)
         for (usc, uimpl, why) in unsupported:
             if usc == sc:
@@ -314,8 +677,8 @@ def summarize(pairs, unsupported, scenarios):
 
 
 def print_table(report):
-    head = ("scenario", "impl", "rank", "ratio", "median/round", "min-max", "allocs/round",
-            "target (syncband vs reference, medians)")
+    head = ("scenario", "impl", "rank", "ratio", "median/round", "min-max", "instr/round",
+            "allocs/round", "wait p50 / p99 / max", "target (syncband vs reference, medians)")
     lines = []
     for sc in report:
         first = True
@@ -323,20 +686,64 @@ def print_table(report):
             name = sc["scenario"] if first else ""
             first = False
             if "unsupported" in e:
-                lines.append((name, e["impl"], "-", "-", "unsupported", "", "", "(see below)"))
+                lines.append((name, e["impl"], "-", "-", "unsupported", "", "", "", "",
+                              "(see below)"))
             elif "median" not in e:
-                lines.append((name, e["impl"], "-", "-", "FAILED", "", "",
+                lines.append((name, e["impl"], "-", "-", "FAILED", "",
+                              fmt_instr(e.get("instructions")), "", "",
                               "; ".join(dict.fromkeys(e["errors"]))[:80]))
             else:
                 ratio = fmt_ratio(e["ratio"])
                 tgt = " | ".join(t["text"] for t in e.get("targets", []))
+                instr = (fmt_instr(e.get("instructions"))
+                         if sc["scenario"] in SINGLE_THREAD_SCENARIOS else "")
+                waits = fmt_waits(e["waits"]) if "waits" in e else ""
                 lines.append((name, e["impl"], str(e["rank"]), ratio, fmt_ns(e["median"]),
-                              "%s - %s" % (fmt_ns(e["min"]), fmt_ns(e["max"])),
-                              fmt_allocs(e["allocs"]), tgt))
+                              "%s - %s" % (fmt_ns(e["min"]), fmt_ns(e["max"])), instr,
+                              fmt_allocs(e["allocs"]), waits, tgt))
+    print_columns(head, lines, {2, 3, 4, 6, 7, 8})
+
+
+def print_instruction_table(report, functions):
+    """--instructions: the instruction column alone, with its targets."""
+    head = ("scenario", "impl", "instr/round", "ratio", "R", "target (instructions per round)")
+    lines = []
+    for sc in report:
+        if sc["scenario"] not in SINGLE_THREAD_SCENARIOS:
+            continue
+        first = True
+        for e in sc["rows"]:
+            name = sc["scenario"] if first else ""
+            first = False
+            if "unsupported" in e:
+                lines.append((name, e["impl"], "unsupported", "", "", ""))
+            elif e.get("instructions") is None:
+                lines.append((name, e["impl"], "FAILED", "", "",
+                              "; ".join(dict.fromkeys(e["errors"]))[:80]))
+            else:
+                tgt = " | ".join(t["text"] for t in e.get("targets", [])
+                                 if t["target"].startswith("instr"))
+                lines.append((name, e["impl"], fmt_instr(e["instructions"]),
+                              fmt_ratio(e.get("instr_ratio")), str(e["instr_rounds"]), tgt))
+    print_columns(head, lines, {2, 3, 4})
+    if not functions:
+        return
+    for sc in report:
+        for e in sc["rows"]:
+            if not e.get("functions"):
+                continue
+            print()
+            print("%s %s: %s instructions per round, by function (self)"
+                  % (sc["scenario"], e["impl"], fmt_instr(e["instructions"])))
+            for name, n in e["functions"].items():
+                if n >= 0.5:
+                    print("  %8.1f  %s" % (n, name))
+
+
+def print_columns(head, lines, right):
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h)
               for i, h in enumerate(head)]
     widths[-1] = len(head[-1])
-    right = {2, 3, 4, 6}
 
     def fmt(row):
         cells = []
@@ -490,6 +897,88 @@ def best_peer_chart(report, path, title):
         f.write("\n".join(out) + "\n")
 
 
+INSTRUCTIONS_METHOD = (
+    "valgrind --tool=callgrind, instructions executed (Ir) per round: two runs of one "
+    "batch (--once, no warm-up) of R and 2R rounds, (I(2R) - I(R)) / R; R is each row's "
+    "instr_rounds")
+
+
+def print_waits_lines(report):
+    """The machine-readable line of each contention row's waits (p50 and
+    p99: medians over the --waits runs; max: the largest)."""
+    for sc in report:
+        for e in sc["rows"]:
+            w = e.get("waits")
+            if w:
+                print("WAITS %s %s p50_ns=%d p99_ns=%d max_ns=%d runs=%d"
+                      % (sc["scenario"], e["impl"], w["p50_ns"], w["p99_ns"], w["max_ns"],
+                         len(w["runs"])))
+
+
+CONTENTION_METHOD = {
+    "threads": list(CONTENTION_THREADS),
+    "rounds": "the row's rounds at 2 threads x 2/N (the same operations per batch at every N); "
+              "strict-FIFO mutex rows (-fifo) above 2 threads: 1/%d of that; each row's "
+              "\"rounds\" is what it ran" % FIFO_OVERSUBSCRIBED_DIVISOR,
+    "waits": "one --waits run per contention pair and repetition: every acquire timed with "
+             "CLOCK_MONOTONIC from the lock/acquire call (or the future's first poll) until it "
+             "holds, into preallocated histograms (percentiles to within 1/32 above); "
+             "p50_ns/p99_ns: medians over the runs, max_ns: the largest",
+    "fairness_bound_ns": FAIRNESS_BOUND_NS,
+    "fair_wait_limit_ns": FAIR_WAIT_LIMIT_NS,
+}
+
+
+def print_instruction_lines(report):
+    """The machine-readable line of each instruction count."""
+    for sc in report:
+        for e in sc["rows"]:
+            if e.get("instructions") is not None:
+                print("INSTRUCTIONS %s %s %.2f" % (sc["scenario"], e["impl"], e["instructions"]))
+
+
+def instructions_only(args, pairs, unsupported, scenarios, rounds_of, started):
+    """--instructions: count, print the column and its targets, write JSON."""
+    scenarios = [sc for sc in scenarios if sc in SINGLE_THREAD_SCENARIOS]
+    pairs = instruction_pairs(pairs)
+    if not pairs:
+        sys.exit("run.py: no single-thread scenario selected")
+    unsupported = [u for u in unsupported if u[0] in SINGLE_THREAD_SCENARIOS]
+    measure_all_instructions(pairs, rounds_of, args.functions)
+    report = summarize(pairs, unsupported, scenarios)
+    elapsed = time.monotonic() - started
+    info = machine_info()
+    print()
+    print("syncband instructions per round (callgrind), %s, %s cores"
+          % (info["cpu"] or info["machine"], info["cores"]))
+    print("ratio = instructions / syncband's; R and 2R rounds differenced; "
+          "targets from BENCHMARKS.md")
+    print()
+    print_instruction_table(report, args.functions)
+    print()
+    print_instruction_lines(report)
+    verdicts = [t for sc in report for e in sc["rows"] for t in e.get("targets", [])]
+    missed = sum(t["status"] == "MISS" for t in verdicts)
+    passed = sum(t["status"] == "pass" for t in verdicts)
+    os.makedirs(args.out, exist_ok=True)
+    doc = {
+        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mode": "instructions", "machine": info, "wall_seconds": round(elapsed, 1),
+        "targets": {"pass": passed, "miss": missed},
+        "instructions": INSTRUCTIONS_METHOD, "scenarios": report,
+    }
+    path = os.path.join(args.out, "instructions.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print()
+    print("instruction targets: %d pass, %d missed" % (passed, missed))
+    print("wrote %s (%.0f s)" % (path, elapsed))
+    failed = [p for p in pairs if p.errors]
+    for p in failed:
+        print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)), file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -505,11 +994,28 @@ def main():
     mode.add_argument("--smoke", action="store_true",
                       help="every pair once with %d rounds; fail unless all print RESULT"
                       % SMOKE_ROUNDS)
+    mode.add_argument("--instructions", action="store_true",
+                      help="only the instructions per round of the single-thread rows "
+                      "(callgrind), no timing")
+    ap.add_argument("--functions", action="store_true",
+                    help="with --instructions: also each function's instructions per round")
+    ap.add_argument("--no-instructions", action="store_true",
+                    help="skip the instruction count of a full or --quick run")
     ap.add_argument("--repeat", type=int, default=None,
                     help="repetitions (default 10; --quick: %d)" % QUICK_REPEAT)
     ap.add_argument("filters", nargs="*", metavar="FILTER",
                     help="keep scenarios whose name contains one of these")
     args = ap.parse_args()
+    if args.functions and not args.instructions:
+        ap.error("--functions goes with --instructions")
+    if args.instructions and args.no_instructions:
+        ap.error("--instructions and --no-instructions contradict each other")
+    count_instructions = not args.no_instructions
+    if count_instructions and not (shutil.which("valgrind") and shutil.which("callgrind_annotate")):
+        if args.instructions or args.smoke:
+            sys.exit("run.py: valgrind (callgrind) is needed for the instruction counts")
+        log("run.py: no valgrind in PATH: the instruction column stays empty")
+        count_instructions = False
 
     started = time.monotonic()
     pairs, unsupported = discover(args.bin_dir, args.peers)
@@ -536,10 +1042,25 @@ def main():
     def rounds_for(p):
         if args.smoke:
             return SMOKE_ROUNDS
+        if p.threads is not None:
+            base = syncband_rounds.get(p.scenario) or p.rounds
+            if not base:
+                sys.exit("run.py: no default rounds for %s" % p.scenario)
+            r = contention_rounds(base, p.threads, p.impl)
+            return max(1, r // 100) if args.quick else r
         if args.quick:
             r = p.rounds or syncband_rounds.get(p.scenario)
             return max(1, r // 100) if r else None
         return None
+
+    def instr_rounds_for(p):
+        if args.smoke:
+            return SMOKE_INSTR_ROUNDS
+        r = syncband_rounds.get(p.scenario) or p.rounds or 0
+        return max(INSTR_MIN_ROUNDS, r // INSTR_ROUNDS_DIVISOR)
+
+    if args.instructions:
+        return instructions_only(args, pairs, unsupported, scenarios, instr_rounds_for, started)
 
     repeat = args.repeat or (1 if args.smoke else QUICK_REPEAT if args.quick else 10)
     timeout = 60 if (args.smoke or args.quick) else 300
@@ -558,6 +1079,20 @@ def main():
                 ok = run_pair(p, rounds_for(p), timeout)
                 progress.append("%s %s" % (p.impl, fmt_ns(p.samples[-1]) if ok else "FAILED"))
             log("[%d/%d] %-36s %s" % (rep + 1, repeat, sc, "  ".join(progress)))
+            # The waits runs, after the timed ones, in the same order.
+            waited = []
+            for p in order:
+                if p.threads is None:
+                    continue
+                ok = run_waits(p, rounds_for(p), timeout)
+                waited.append("%s %s" % (p.impl, fmt_ns(p.waits[-1]["max_ns"]) if ok
+                                         else "FAILED"))
+            if waited:
+                log("[%d/%d] %-36s max wait: %s" % (rep + 1, repeat, sc, "  ".join(waited)))
+
+    # After the timed repetitions, so that callgrind never runs beside them.
+    if count_instructions:
+        measure_all_instructions(pairs, instr_rounds_for, False)
 
     failed = [p for p in pairs if p.errors]
     report = summarize(pairs, unsupported, scenarios)
@@ -569,10 +1104,18 @@ def main():
             if st:
                 print("RESULT %s %s %s allocs_per_round=%s" % (
                     p.scenario, p.impl, fmt_result_ns(st["median"]), fmt_allocs(st["allocs"])))
+        print_waits_lines(report)
+        print_instruction_lines(report)
         for p in failed:
             print("FAILED %s %s: %s" % (p.scenario, p.impl, "; ".join(p.errors)))
-        print("bench smoke: %d of %d pairs printed their RESULT line (%.0f s)"
-              % (len(pairs) - len(failed), len(pairs), elapsed))
+        contention = [p for p in pairs if p.threads is not None]
+        print("bench smoke: %d of %d pairs printed their RESULT line, %d of %d contention "
+              "pairs their WAITS line, %d of %d single-thread pairs their instruction count "
+              "(%.0f s)"
+              % (sum(bool(p.samples) for p in pairs), len(pairs),
+                 sum(bool(p.waits) for p in contention), len(contention),
+                 sum(p.instructions is not None for p in instruction_pairs(pairs)),
+                 len(instruction_pairs(pairs)), elapsed))
         return 1 if failed else 0
 
     info = machine_info()
@@ -598,6 +1141,8 @@ def main():
                 print("RESULT %s %s %s allocs_per_round=%s" % (
                     sc["scenario"], e["impl"], fmt_result_ns(e["median"]),
                     fmt_allocs(e["allocs"])))
+    print_waits_lines(report)
+    print_instruction_lines(report)
 
     verdicts = [t for sc in report for e in sc["rows"] for t in e.get("targets", [])]
     missed = sum(t["status"] == "MISS" for t in verdicts)
@@ -609,6 +1154,8 @@ def main():
         "mode": mode_name, "repetitions": repeat, "machine": info,
         "wall_seconds": round(elapsed, 1),
         "targets": {"pass": passed, "miss": missed},
+        "instructions": INSTRUCTIONS_METHOD if count_instructions else None,
+        "contention": CONTENTION_METHOD,
         "scenarios": report,
     }
     json_path = os.path.join(args.out, "results.json")

@@ -17,7 +17,8 @@ using sbb::noop;
 // poll -> ready; the permit is kept (forgotten).  Creating and destroying the
 // fresh semaphore is part of the round, as on the peers.
 struct PendingHandoff {
-	explicit PendingHandoff(const sbb::Params &) {}
+	using Storage = sbb::NoStorage;
+	PendingHandoff(const sbb::Params &, Storage &) {}
 	void round()
 	{
 		sb_semaphore sem;
@@ -37,11 +38,12 @@ SBB_ROUNDS(PendingHandoff, "semaphore/pending-handoff", sbb::SYNCBAND, 3000000);
 
 // The same on one zero-permit semaphore created once per batch.
 struct ReusedHandoff {
-	sb_semaphore sem;
+	struct Storage {
+		sb_semaphore sem;
+	};
 	sb_semaphore *s;
-	explicit ReusedHandoff(const sbb::Params &)
+	ReusedHandoff(const sbb::Params &, Storage &st) : s(&st.sem)
 	{
-		s = sbb::escape(&sem);
 		expect(sb_semaphore_init(s, 0), 0, "init a zero-permit semaphore");
 	}
 	void round()
@@ -64,11 +66,12 @@ SBB_ROUNDS(ReusedHandoff, "semaphore/reused-handoff", sbb::SYNCBAND, 3000000);
 // One 1-permit semaphore; try_acquire(1); acquire(1) -> pending; release(1)
 // (the first permit, which the waiter is handed); poll -> ready; release(1).
 struct ReusedHandoffGuardDrop {
-	sb_semaphore sem;
+	struct Storage {
+		sb_semaphore sem;
+	};
 	sb_semaphore *s;
-	explicit ReusedHandoffGuardDrop(const sbb::Params &)
+	ReusedHandoffGuardDrop(const sbb::Params &, Storage &st) : s(&st.sem)
 	{
-		s = sbb::escape(&sem);
 		expect(sb_semaphore_init(s, 1), 0, "init a 1-permit semaphore");
 	}
 	void round()
@@ -92,11 +95,12 @@ SBB_ROUNDS(ReusedHandoffGuardDrop, "semaphore/reused-handoff-guard-drop", sbb::S
 
 // 1-permit semaphore; try_acquire(1) succeeds; release(1).
 struct TryOneAndReturn {
-	sb_semaphore sem;
+	struct Storage {
+		sb_semaphore sem;
+	};
 	sb_semaphore *s;
-	explicit TryOneAndReturn(const sbb::Params &)
+	TryOneAndReturn(const sbb::Params &, Storage &st) : s(&st.sem)
 	{
-		s = sbb::escape(&sem);
 		expect(sb_semaphore_init(s, 1), 0, "init a 1-permit semaphore");
 	}
 	void round()

@@ -87,8 +87,7 @@ static void cv_register(sb_condvar_wait *f, const sb_waker *w)
 	sb_condvar *cv = f->cv;
 	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
 	sb_waitq_lock(&cv->q, 0);
-	sb_waitq_push(&cv->q, &f->lock.waiter, 1, clone);
-	sb_waitq_unlock(&cv->q);
+	sb_waitq_push_and_unlock(&cv->q, &f->lock.waiter, 1, clone);
 }
 
 /* Notified: re-acquire the mutex with the same node, now in its queue. */

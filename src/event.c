@@ -8,25 +8,24 @@
 #include "waitq.h"
 
 /* ------------------------------------------------------------------------
- * Manual-reset event.  The state word (the queue's, see src/waitq.h, with
- * this above it):
- *
- *   bit 3   EV_SET  the event is set
+ * Manual-reset event.  The state word (its layout is ABI, in
+ * <syncband/event.h>): the queue's bits and SB_EVENT_STATE_SET ("SET"
+ * below).  The uncontended set, is_set and first poll are inline in the
+ * header; what they cannot finish comes here (the *_slow functions).
  *
  * set() and a registering wait both change the word with a CAS, so a set()
  * that finds nobody waiting or queueing and skips the lock cannot miss a
  * wait: the wait's CAS (which takes the queue lock) fails and it re-reads
- * EV_SET.  A set() that finds waiters sets EV_SET in the CAS that takes the
- * lock (acq_rel: EV_SET is read without the lock) and releases every queued
- * wait at once (sb_waitq_release_all); waits that register after it see
- * EV_SET, or, after a reset(), queue for the next set().
+ * SET.  A set() that finds waiters sets SET in the CAS that takes the lock
+ * (acq_rel: SET is read without the lock) and releases every queued wait at
+ * once (sb_waitq_release_all); waits that register after it see SET, or,
+ * after a reset(), queue for the next set().
  *
- * EV_SET is published by release operations only (the fast path's CAS, the
+ * SET is published by release operations only (the fast path's CAS, the
  * slow path's acq_rel lock CAS), and every lock-free reader reads it with
  * acquire, so a wait or is_set() that sees the event set sees what the
  * set() wrote before.
  */
-#define EV_SET ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
 int sb_event_init(sb_event *e, bool set)
 {
@@ -42,94 +41,85 @@ int sb_event_destroy(sb_event *e)
 	return 0;
 }
 
-bool sb_event_is_set(const sb_event *e)
+/* The inline is_set found the lock held (or, after destroy, every bit set). */
+bool sb_event_is_set_slow(const sb_event *e)
 {
-	/* acquire: a caller that sees the event set sees what set() published. */
+	/* acquire: a caller that sees the event set sees what set() published
+	 * (pairs with set()'s release operations). */
 	size_t state = atomic_load_explicit((_Atomic size_t *)&e->q.state, memory_order_acquire);
 	assert(state != SB_WAITQ_DESTROYED && "event used after destroy");
-	return state & EV_SET;
-}
-
-int sb_event_try_wait(const sb_event *e)
-{
-	return sb_event_is_set(e) ? 0 : -EAGAIN;
+	return state & SB_EVENT_STATE_SET;
 }
 
 void sb_event_reset(sb_event *e)
 {
 	/* relaxed: reset publishes nothing; waits re-check under the lock. */
-	atomic_fetch_and_explicit(&e->q.state, ~EV_SET, memory_order_relaxed);
+	atomic_fetch_and_explicit(&e->q.state, ~SB_EVENT_STATE_SET, memory_order_relaxed);
 }
 
-void sb_event_set(sb_event *e)
+void sb_event_set_slow(sb_event *e)
 {
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
-		/* Waits queue only while EV_SET is clear, so a set event has
-		 * nobody to release: only to publish our writes. */
-		if (!(state & EV_SET) && sb_waitq_may_have_waiters(state))
+		/* Waits queue only while SET is clear, so a set event has nobody
+		 * to release: only to publish our writes. */
+		if (!(state & SB_EVENT_STATE_SET) && sb_waitq_may_have_waiters(state))
 			break;
-		/* release: a wait or is_set() that sees EV_SET sees what we wrote
+		/* release: a wait or is_set() that sees SET sees what we wrote
 		 * before.  Also when it is set already: the RMW (which may leave
 		 * the word as it was) heads a release sequence of its own, so a
 		 * reader that sees it or a later value sees this set()'s writes. */
-		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, state | EV_SET,
+		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state,
+							  state | SB_EVENT_STATE_SET,
 							  memory_order_release, memory_order_relaxed))
 			return;
 	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	/* Set from the moment we hold the lock: the CAS that takes it sets
-	 * EV_SET, with acq_rel (sb_qlock_try_take). */
-	sb_waitq_lock(&e->q, EV_SET);
+	/* Set from the moment we hold the lock: the CAS that takes it sets SET,
+	 * with acq_rel (sb_qlock_try_take). */
+	sb_waitq_lock(&e->q, SB_EVENT_STATE_SET);
 	sb_waitq_release_all(&e->q, SB_WAITER_GRANTED, &batch);
 	sb_waitq_unlock(&e->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
-void sb_event_wait_init(sb_event_wait *f, sb_event *e)
-{
-	f->event = e;
-	f->status = SB_FUTURE_IDLE;
-}
-
-/* The first poll of a wait that found the event clear: queue, unless set meanwhile. */
+/* A first poll that did not find the event set inline: queue, unless set meanwhile. */
 static int event_register(sb_event_wait *f, const sb_waker *w)
 {
 	sb_event *e = f->event;
-	sb_waker clone = SB_NO_WAKER;
+	/* Before the lock (a clone may re-enter the library), and before the
+	 * word is read: the inline poll found the event clear, so a wait that
+	 * comes here nearly always queues. */
+	sb_waker clone = sb_waker_clone(w);
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&e->q.state, state);
 			continue;
 		}
-		if (state & EV_SET) {
+		if (state & SB_EVENT_STATE_SET) {
 			/* The reads above were relaxed: read again with acquire
-			 * (pairs with the release that set EV_SET). */
+			 * (pairs with the release that set SET). */
 			if (!sb_event_is_set(e)) {
 				state = sb_waitq_load(&e->q);
 				continue; /* reset meanwhile */
 			}
-			sb_waker_drop_if(clone);
-			return 0;
+			sb_waker_drop(clone);
+			return f->status = 0;
 		}
-		sb_waker_clone_once(w, &clone);
 		/* acquire: the queue lock (sb_qlock_try_take). */
 		if (sb_qlock_try_take(&e->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
-	sb_waitq_push(&e->q, &f->waiter, 1, clone);
-	sb_waitq_unlock(&e->q);
-	return SB_PENDING;
+	sb_waitq_push_and_unlock(&e->q, &f->waiter, 1, clone);
+	return f->status = SB_PENDING;
 }
 
-int sb_event_wait_poll(sb_event_wait *f, const sb_waker *w)
+int sb_event_wait_poll_slow(sb_event_wait *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE) {
-		f->status = sb_event_is_set(f->event) ? 0 : event_register(f, w);
-		return f->status;
-	}
+	if (f->status == SB_FUTURE_IDLE)
+		return event_register(f, w); /* the inline poll found it clear (or locked) */
 	if (f->status != SB_PENDING)
 		return f->status;
 	return sb_future_repoll(&f->status, &f->event->q, &f->waiter, w);
@@ -168,21 +158,22 @@ int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns)
 }
 
 /* ------------------------------------------------------------------------
- * Auto-reset event.  The state word (the queue's, see src/waitq.h, with
- * this above it):
+ * Auto-reset event.  The state word (its layout is ABI, in
+ * <syncband/event.h>): the queue's bits, SB_AUTO_EVENT_STATE_SIGNALED (one
+ * stored signal), and a lone wait's address.  The uncontended set, try_wait
+ * and first poll are inline in the header; what they cannot finish comes
+ * here (the *_slow functions).
  *
- *   bit 3  AE_SIGNALED  one stored signal
- *
- * Never stored while anyone waits: set() hands the signal to the head then,
- * and a wait that finds a stored signal takes it instead of queueing.  Both
- * sides change the word with a CAS, so a set() that stores the signal and a
- * wait that queues (taking the queue lock in its CAS) cannot miss each other.
+ * A signal is never stored while anyone waits: set() hands it to the head
+ * then, and a wait that finds a stored signal takes it instead of queueing.
+ * Both sides change the word with a CAS, so a set() that stores the signal
+ * and a wait that queues (taking the queue lock in its CAS) cannot miss each
+ * other.
  *
  * Bits 4 and up are free, so a first wait waits as a lone waiter (see
  * src/waitq.h): its address in the word, installed with one CAS; set()
  * claims it with one CAS back to 0.
  */
-#define AE_SIGNALED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
 
 int sb_auto_event_init(sb_auto_event *e, bool set)
 {
@@ -198,19 +189,21 @@ int sb_auto_event_destroy(sb_auto_event *e)
 	return 0;
 }
 
-int sb_auto_event_try_wait(sb_auto_event *e)
+int sb_auto_event_try_wait_slow(sb_auto_event *e)
 {
 	size_t state = sb_waitq_load(&e->q);
-	while (state & AE_SIGNALED) {
-		/* acquire: we see what the set() that stored the signal wrote. */
-		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, state & ~AE_SIGNALED,
+	while (state & SB_AUTO_EVENT_STATE_SIGNALED) {
+		/* acquire: we see what the set() that stored the signal wrote
+		 * (pairs with its release CAS). */
+		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state,
+							  state & ~SB_AUTO_EVENT_STATE_SIGNALED,
 							  memory_order_acquire, memory_order_relaxed))
 			return 0;
 	}
 	return -EAGAIN;
 }
 
-void sb_auto_event_set(sb_auto_event *e)
+void sb_auto_event_set_slow(sb_auto_event *e)
 {
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
@@ -224,7 +217,8 @@ void sb_auto_event_set(sb_auto_event *e)
 		/* release: the consumer of the signal sees our writes.  Also when
 		 * the signal is already stored: the RMW extends the release
 		 * sequence to this set() too. */
-		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state, state | AE_SIGNALED,
+		if (atomic_compare_exchange_weak_explicit(&e->q.state, &state,
+							  state | SB_AUTO_EVENT_STATE_SIGNALED,
 							  memory_order_release, memory_order_relaxed))
 			return;
 	}
@@ -234,14 +228,8 @@ void sb_auto_event_set(sb_auto_event *e)
 	if (sb_waitq_detach_front(&e->q, SB_WAITER_GRANTED, &batch))
 		sb_waitq_unlock(&e->q);
 	else /* nobody after all (cancelled, or still deciding): store it */
-		sb_waitq_unlock_update(&e->q, AE_SIGNALED, AE_SIGNALED);
+		sb_waitq_unlock_update(&e->q, SB_AUTO_EVENT_STATE_SIGNALED, SB_AUTO_EVENT_STATE_SIGNALED);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
-}
-
-void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e)
-{
-	f->event = e;
-	f->status = SB_FUTURE_IDLE;
 }
 
 /* Takes a stored signal, waits alone, or queues: one CAS decides which. */
@@ -258,8 +246,8 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 			continue;
 		}
 		size_t next;
-		if (state & AE_SIGNALED) {
-			next = state & ~AE_SIGNALED;
+		if (state & SB_AUTO_EVENT_STATE_SIGNALED) {
+			next = state & ~SB_AUTO_EVENT_STATE_SIGNALED;
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
@@ -275,10 +263,11 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 	}
 }
 
-int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w)
+int sb_auto_event_wait_poll_slow(sb_auto_event_wait *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
-		f->status = sb_auto_event_try_wait(f->event) == 0 ? 0 : auto_event_register(f, w);
+		/* register takes a signal stored since the inline poll looked. */
+		f->status = auto_event_register(f, w);
 		return f->status;
 	}
 	if (f->status != SB_PENDING)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The queue lock: two bits at the bottom of a primitive's state word.
+ * The queue lock: two bits at the bottom of a primitive's state word
+ * (defined with the rest of the word's layout in <syncband/future.h>).
  *
  *   bit 0  SB_QLOCK_HELD    the waiter queue is locked
  *   bit 1  SB_QLOCK_PARKED  someone sleeps on the futex waiting for it
@@ -26,8 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_QLOCK_HELD ((size_t)1)
-#define SB_QLOCK_PARKED ((size_t)2)
+#include <syncband/future.h>
+
 #define SB_QLOCK_BITS (SB_QLOCK_HELD | SB_QLOCK_PARKED)
 
 /*

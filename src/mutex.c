@@ -9,12 +9,12 @@
 #include "waitq.h"
 
 /*
- * The state word (the queue's, see src/waitq.h, with this bit above it):
- *
- *   bit 3  MUTEX_LOCKED  someone holds the mutex (or is being handed it)
+ * The state word (its layout is ABI, in <syncband/mutex.h>): the queue's
+ * bits and SB_MUTEX_STATE_LOCKED ("LOCKED" below).
  *
  * The uncontended lock is CAS(0 -> LOCKED) and the uncontended unlock
- * CAS(LOCKED -> 0): any other value means someone waits or is deciding to.
+ * CAS(LOCKED -> 0), both inline in the header: any other value means someone
+ * waits or is deciding to, and sends them here (the *_slow functions).
  *
  * The lost wake-up that this layout closes: an unlocker that sees "no
  * waiters" and a locker that has just decided to wait.  Both sides change
@@ -34,7 +34,7 @@
  * No load-then-decide on separate words, so no barrier pairing is needed
  * beyond the CASes themselves (contrast waitqueue_active() in Linux).
  *
- * While someone holds the queue lock, nobody else changes MUTEX_LOCKED
+ * While someone holds the queue lock, nobody else changes LOCKED
  * (every locker and unlocker waits for the lock bit first), so whatever a
  * lock holder decides from LOCKED stays true until it unlocks.
  *
@@ -42,22 +42,23 @@
  * src/waitq.h): `node | NONEMPTY | LOCKED`, installed with one CAS (the
  * CAS (a) above).
  *
- * Strict FIFO mode: SB_WAITQ_NONEMPTY implies MUTEX_LOCKED, since a contended
- * unlock never clears MUTEX_LOCKED but detaches the head with the mutex
+ * Strict FIFO mode: SB_WAITQ_NONEMPTY implies LOCKED, since a contended
+ * unlock never clears LOCKED but detaches the head with the mutex
  * (SB_WAITER_GRANTED); an unlock claims a lone waiter with one CAS back to
  * LOCKED alone, the mutex now the waiter's.
  *
  * Eventually fair mode: a contended unlock takes the queue lock (adopting a
  * lone waiter into the queue) and, unless the head starves, clears
- * MUTEX_LOCKED and marks the head SB_WAITER_WOKEN: still queued at the
+ * LOCKED and marks the head SB_WAITER_WOKEN: still queued at the
  * front, its registered waker moved into the wake batch (the node keeps a
  * stale copy, which is never woken or dropped again).  While the head is
  * WOKEN, unlocks wake nobody.  A locker that finds the mutex free takes it,
  * waiters or not (barging).  The woken owner's next poll tries again
- * (mutex_retry): it takes the queue lock, with MUTEX_LOCKED too if the
+ * (mutex_retry): it takes the queue lock, with LOCKED too if the
  * mutex is free, and leaves the queue holding it; or it re-arms at the
  * front, with a new clone of its waker, noting when it first lost
- * (sb_mutex_lock.lost_since).
+ * (sb_mutex_lock.lost_since), as an unlock does for a head still woken from
+ * the unlock before it (a barger passed it before it could try).
  *
  * Starvation: an unlock whose head lost its first race more than
  * SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to the head as in FIFO mode
@@ -69,8 +70,6 @@
  * starving one drain in order instead of each starving in turn.  The clock
  * is read only when a waiter has lost to a barger, or in a handoff phase.
  */
-#define MUTEX_LOCKED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
-
 static inline size_t mutex_load(const sb_mutex *m)
 {
 	return sb_waitq_load(&m->q);
@@ -103,16 +102,16 @@ int sb_mutex_destroy(sb_mutex *m)
 
 bool sb_mutex_is_locked(const sb_mutex *m)
 {
-	return mutex_load(m) & MUTEX_LOCKED;
+	return mutex_load(m) & SB_MUTEX_STATE_LOCKED;
 }
 
-int sb_mutex_try_lock(sb_mutex *m)
+int sb_mutex_try_lock_slow(sb_mutex *m)
 {
 	size_t state = mutex_load(m);
 	for (;;) {
 		/* In FIFO mode the mutex is never free while anyone waits, so
 		 * taking a free one never barges there. */
-		if (state & MUTEX_LOCKED)
+		if (state & SB_MUTEX_STATE_LOCKED)
 			return -EBUSY;
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
@@ -120,7 +119,8 @@ int sb_mutex_try_lock(sb_mutex *m)
 		}
 		/* acquire: the critical section sees what the last holder wrote
 		 * (pairs with the release of every unlock). */
-		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, state | MUTEX_LOCKED,
+		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state,
+							  state | SB_MUTEX_STATE_LOCKED,
 							  memory_order_acquire, memory_order_relaxed))
 			return 0;
 	}
@@ -141,10 +141,17 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 {
 	if (mutex_is_fifo(m))
 		return true;
-	uint64_t lost = SB_CONTAINER_OF(head, sb_mutex_lock, waiter)->lost_since;
-	if (!m->handoff_since && !lost)
+	sb_mutex_lock *f = SB_CONTAINER_OF(head, sb_mutex_lock, waiter);
+	/* A head still woken at this unlock was passed by the barger now
+	 * unlocking before it could try: it lost then, even if it is never
+	 * polled (its thread busy running that barger). */
+	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN && !f->lost_since;
+	if (!m->handoff_since && !f->lost_since && !passed)
 		return false; /* the common case: no clock read */
 	uint64_t now = sb__clock_now_ns();
+	if (passed)
+		f->lost_since = now ? now : 1;
+	uint64_t lost = f->lost_since;
 	if (m->handoff_since) {
 		/* In a phase: hand off, and end the phase once it has lasted a
 		 * bound (unsigned arithmetic: the stamps wrap every 4.3 s). */
@@ -202,22 +209,22 @@ static void mutex_pass_locked(sb_mutex *m)
 		else
 			m->handoff_since = 0; /* nobody left to hand to */
 		/* release (in the unlock): as a plain unlock. */
-		sb_waitq_unlock_update(&m->q, MUTEX_LOCKED, 0);
+		sb_waitq_unlock_update(&m->q, SB_MUTEX_STATE_LOCKED, 0);
 	}
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 
-int sb_mutex_unlock(sb_mutex *m)
+int sb_mutex_unlock_slow(sb_mutex *m)
 {
 	size_t state = mutex_load(m);
 	for (;;) {
-		if (!(state & MUTEX_LOCKED))
+		if (!(state & SB_MUTEX_STATE_LOCKED))
 			return -EPERM;
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
-		if (state == MUTEX_LOCKED) {
+		if (state == SB_MUTEX_STATE_LOCKED) {
 			/* release: the next holder sees our critical section. */
 			if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, 0,
 								  memory_order_release,
@@ -227,7 +234,7 @@ int sb_mutex_unlock(sb_mutex *m)
 		}
 		if (sb_waitq_is_lone(state) && mutex_is_fifo(m)) {
 			/* Hand it to the lone waiter: still LOCKED, now its. */
-			if (sb_waitq_claim_lone(&m->q, &state, MUTEX_LOCKED))
+			if (sb_waitq_claim_lone(&m->q, &state, SB_MUTEX_STATE_LOCKED))
 				return 0;
 			continue;
 		}
@@ -240,13 +247,6 @@ int sb_mutex_unlock(sb_mutex *m)
 	}
 	mutex_pass_locked(m);
 	return 0;
-}
-
-void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
-{
-	f->mutex = m;
-	f->lost_since = 0;
-	f->status = SB_FUTURE_IDLE;
 }
 
 /* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
@@ -263,11 +263,11 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 			continue;
 		}
 		size_t next;
-		if (!(state & MUTEX_LOCKED)) {
-			next = state | MUTEX_LOCKED; /* free: ours, waiters or not */
+		if (!(state & SB_MUTEX_STATE_LOCKED)) {
+			next = state | SB_MUTEX_STATE_LOCKED; /* free: ours, waiters or not */
 		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
-			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | MUTEX_LOCKED;
+			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
 			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
 			next = sb_waitq_locked(state, 0);
@@ -297,20 +297,20 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
-		if (state & MUTEX_LOCKED)
+		if (state & SB_MUTEX_STATE_LOCKED)
 			sb_waker_clone_once(w, &clone); /* we may have to wait again */
 		/* acquire: the queue lock, and the critical section of the last
 		 * holder when we take the mutex too (pairs with unlock's release).
 		 * A lone waiter can be there only if we were handed the mutex and
 		 * left the queue: it joins the queue. */
-		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0) | MUTEX_LOCKED,
+		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0) | SB_MUTEX_STATE_LOCKED,
 				      0)) {
 			state = sb_waitq_adopt_lone(&m->q, state);
 			break;
 		}
 	}
 	size_t r = sb_waiter_remaining_locked(node);
-	if (r == SB_WAITER_GRANTED || !(state & MUTEX_LOCKED)) {
+	if (r == SB_WAITER_GRANTED || !(state & SB_MUTEX_STATE_LOCKED)) {
 		/* Handed the mutex (detached), or took it: leave the queue. */
 		if (r != SB_WAITER_GRANTED)
 			(void)sb_waitq_unlink(&m->q, node); /* its waker was spent */
@@ -330,7 +330,7 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	return SB_PENDING;
 }
 
-int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
+int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
 		f->status = mutex_lock_first_poll(f, w);
@@ -354,7 +354,7 @@ static void mutex_pass_wake_and_unlock(sb_mutex *m)
 	sb_wake_batch_init(&batch);
 	sb_waiter *head = sb_waitq_front(&m->q);
 	/* A holder's unlock wakes the new head; only a free mutex needs us. */
-	if (head && !(mutex_load(m) & MUTEX_LOCKED))
+	if (head && !(mutex_load(m) & SB_MUTEX_STATE_LOCKED))
 		mutex_wake_locked(head, &batch);
 	sb_waitq_unlock(&m->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
@@ -367,7 +367,7 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 	sb_mutex *m = f->mutex;
 	size_t remaining;
 	sb_waker mine;
-	switch (sb_waitq_cancel_lone(&m->q, &f->waiter, MUTEX_LOCKED, &remaining, &mine)) {
+	switch (sb_waitq_cancel_lone(&m->q, &f->waiter, SB_MUTEX_STATE_LOCKED, &remaining, &mine)) {
 	case SB_CANCEL_WITHDRAWN:
 		sb_waker_drop(mine);
 		return;

@@ -8,10 +8,12 @@
 #include "waitq.h"
 
 /*
- * The state word (the queue's, see src/waitq.h, with these bits above it):
+ * The state word (its layout is ABI, in <syncband/semaphore.h>): the
+ * queue's bits, SB_SEMAPHORE_STATE_CLOSED, and the counter from bit
+ * SB_SEMAPHORE_STATE_COUNT_SHIFT up, always 0 while anyone waits.
  *
- *   bit 3     SEM_CLOSED   close() was called
- *   bits 4-   permits in the counter, always 0 while anyone waits
+ * The uncontended try_acquire, release and first poll are inline in the
+ * header; what they cannot finish comes here (the *_slow functions).
  *
  * "Someone waits or is about to" (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY) and
  * the count share the word: a release that finds neither adds its permits
@@ -35,11 +37,9 @@
  * which is 0 while anyone waits; a release claims it with one CAS, to a
  * counter of n - 1.  The future is 16-byte aligned for it.
  */
-#define SEM_CLOSED ((size_t)1 << SB_WAITQ_STATE_SHIFT)
-#define SEM_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
-#define SEM_ONE ((size_t)1 << SEM_SHIFT)
-#define SEM_COUNT_CAP (SIZE_MAX >> SEM_SHIFT)
-_Static_assert(SEM_SHIFT == SB_WAITQ_LONE_SHIFT, "a lone address takes the count field");
+#define SEM_COUNT_CAP (SIZE_MAX >> SB_SEMAPHORE_STATE_COUNT_SHIFT)
+_Static_assert(SB_SEMAPHORE_STATE_COUNT_SHIFT == SB_WAITQ_LONE_SHIFT,
+	       "a lone address takes the count field");
 _Static_assert(SEM_COUNT_CAP == 2 * SB_SEMAPHORE_MAX_PERMITS + 1, "count field headroom");
 
 /* The most of `n` that fits in the count field on top of `count`. */
@@ -51,7 +51,7 @@ static inline size_t sem_fit(size_t count, size_t n)
 /* The counter: 0 while anyone waits (a lone waiter's address is no count). */
 static inline size_t sem_count(size_t state)
 {
-	return (state & SB_WAITQ_NONEMPTY) ? 0 : state >> SEM_SHIFT;
+	return (state & SB_WAITQ_NONEMPTY) ? 0 : state >> SB_SEMAPHORE_STATE_COUNT_SHIFT;
 }
 
 static inline size_t sem_load(const sb_semaphore *s)
@@ -82,7 +82,7 @@ size_t sb_semaphore_available(const sb_semaphore *s)
 
 bool sb_semaphore_is_closed(const sb_semaphore *s)
 {
-	return sem_load(s) & SEM_CLOSED;
+	return sem_load(s) & SB_SEMAPHORE_STATE_CLOSED;
 }
 
 /*
@@ -94,20 +94,21 @@ static int sem_try_take(sb_semaphore *s, size_t n)
 {
 	size_t state = sem_load(s);
 	for (;;) {
-		if (state & SEM_CLOSED)
+		if (state & SB_SEMAPHORE_STATE_CLOSED)
 			return -ESHUTDOWN;
 		if (n == 0)
 			return 0;
 		if ((state & SB_WAITQ_NONEMPTY) || sem_count(state) < n)
 			return -EAGAIN;
 		/* acquire: the permits come with what their releaser wrote. */
-		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state - n * SEM_ONE,
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
+							  state - n * SB_SEMAPHORE_STATE_COUNT_ONE,
 							  memory_order_acquire, memory_order_relaxed))
 			return 0;
 	}
 }
 
-int sb_semaphore_try_acquire(sb_semaphore *s, size_t n)
+int sb_semaphore_try_acquire_slow(sb_semaphore *s, size_t n)
 {
 	if (n > SB_SEMAPHORE_MAX_PERMITS)
 		return -EINVAL;
@@ -148,7 +149,7 @@ static void sem_grant_and_unlock(sb_semaphore *s, size_t n, sb_waker drop)
 		 * releases take the slow path), so fitting it now is enough. */
 		left = sem_fit(sem_count(sem_load(s)), left);
 	/* release (in the unlock): a lock-free taker of the rest sees our writes. */
-	sb_waitq_unlock_update(&s->q, 0, left * SEM_ONE);
+	sb_waitq_unlock_update(&s->q, 0, left * SB_SEMAPHORE_STATE_COUNT_ONE);
 	sb_waitq_after_unlock(&batch, drop);
 }
 
@@ -159,7 +160,7 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	for (;;) {
 		if (sb_waitq_is_lone(state)) {
 			/* One permit pays the lone waiter; n - 1 <= the maximum. */
-			if (sb_waitq_claim_lone(&s->q, &state, (n - 1) * SEM_ONE))
+			if (sb_waitq_claim_lone(&s->q, &state, (n - 1) * SB_SEMAPHORE_STATE_COUNT_ONE))
 				return 0;
 			continue;
 		}
@@ -170,7 +171,8 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 		size_t add = checked ? n : sem_fit(sem_count(state), n);
 		/* release: whoever takes these permits sees our writes; relaxed on
 		 * failure, the loop re-reads and re-decides. */
-		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state + add * SEM_ONE,
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
+							  state + add * SB_SEMAPHORE_STATE_COUNT_ONE,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
@@ -185,7 +187,7 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	return 0;
 }
 
-int sb_semaphore_release(sb_semaphore *s, size_t n)
+int sb_semaphore_release_slow(sb_semaphore *s, size_t n)
 {
 	if (n > SB_SEMAPHORE_MAX_PERMITS)
 		return -EOVERFLOW;
@@ -201,9 +203,9 @@ void sb_semaphore_close(sb_semaphore *s)
 	sb_wake_batch_init(&batch);
 
 	/* Closed from the moment we hold the lock (the CAS that takes it sets
-	 * SEM_CLOSED, with acq_rel: it is read without the lock), and every
-	 * waiter completed with -ESHUTDOWN from then on. */
-	sb_waitq_lock_lone(&s->q, SEM_CLOSED);
+	 * SB_SEMAPHORE_STATE_CLOSED, with acq_rel: it is read without the
+	 * lock), and every waiter completed with -ESHUTDOWN from then on. */
+	sb_waitq_lock_lone(&s->q, SB_SEMAPHORE_STATE_CLOSED);
 	/* Only the head ever holds a partial grant, so `returned` < max. */
 	size_t returned = 0;
 	sb_waiter *head = sb_waitq_front(q);
@@ -211,15 +213,8 @@ void sb_semaphore_close(sb_semaphore *s)
 		returned = SB_CONTAINER_OF(head, sb_semaphore_acquire, waiter)->permits -
 			   sb_waiter_remaining_locked(head);
 	sb_waitq_release_all(q, SB_WAITER_CLOSED, &batch);
-	sb_waitq_unlock_update(q, 0, returned * SEM_ONE);
+	sb_waitq_unlock_update(q, 0, returned * SB_SEMAPHORE_STATE_COUNT_ONE);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
-}
-
-void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n)
-{
-	f->sem = s;
-	f->permits = n;
-	f->status = SB_FUTURE_IDLE;
 }
 
 /*
@@ -238,7 +233,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = sem_load(s);
 	for (;;) {
-		if (state & SEM_CLOSED) {
+		if (state & SB_SEMAPHORE_STATE_CLOSED) {
 			sb_waker_drop_if(clone);
 			return -ESHUTDOWN;
 		}
@@ -256,13 +251,13 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 			sb_waker_clone_once(w, &clone);
 			next = sb_waitq_locked(state, 0);
 		} else if (count >= n) {
-			next = state - n * SEM_ONE;
+			next = state - n * SB_SEMAPHORE_STATE_COUNT_ONE;
 		} else if (n - count == 1 && may_be_lone) {
 			sb_waiter_prepare_lone(node, w, &clone);
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
 		} else {
 			sb_waker_clone_once(w, &clone);
-			next = (state - count * SEM_ONE) | SB_QLOCK_HELD;
+			next = (state - count * SB_SEMAPHORE_STATE_COUNT_ONE) | SB_QLOCK_HELD;
 		}
 		/* acq_rel: acquire, we take permits released by others or the lock;
 		 * release, a lone node is filled in before a releaser can see it. */
@@ -273,7 +268,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	}
 }
 
-int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
+int sb_semaphore_acquire_poll_slow(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
 		f->status = sem_acquire_first_poll(f, w);

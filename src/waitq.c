@@ -23,6 +23,26 @@ static void waitq_move_to_guard(sb_waitq *q, sb_waiter *guard)
 	q->head = q->tail = NULL;
 }
 
+/*
+ * Under the lock: detaches every queued waiter, which all fit in `b`, from
+ * the front, publishing `final`; empties the queue.  Taking them all needs no
+ * unlinking one by one.
+ */
+static void waitq_detach_all(sb_waitq *q, size_t final, sb_wake_batch *b)
+{
+	sb_waiter *w = sb_waitq_front(q);
+	q->head = q->tail = NULL;
+	while (w) {
+		sb_waiter *next = w->next;
+		b->wakers[b->count++] = w->waker;
+		w->next = w->prev = NULL;
+		/* release: hands the node, and what it was granted, back to its
+		 * owner (as sb_waitq_detach); `w` is not touched afterwards. */
+		atomic_store_explicit(&w->remaining, final, memory_order_release);
+		w = next;
+	}
+}
+
 void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b)
 {
 	if (sb_waitq_is_empty(q))
@@ -31,8 +51,16 @@ void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b)
 	 * (the release store in sb_waitq_detach) sees all the marks. */
 	size_t mark = final == SB_WAITER_GRANTED ? SB_WAITER_RELEASED_GRANTED
 						 : SB_WAITER_RELEASED_CLOSED;
-	for (sb_waiter *w = sb_waitq_front(q); w; w = w->next)
+	unsigned queued = 0;
+	for (sb_waiter *w = sb_waitq_front(q); w; w = w->next, queued++)
 		sb_waiter_set_remaining_locked(w, mark);
+	if (queued <= SB_WAKE_BATCH_MAX - b->count) {
+		/* One batch takes them all and the lock is never dropped: an
+		 * owner that sees its mark takes the lock, and by then its node
+		 * is detached. */
+		waitq_detach_all(q, final, b);
+		return;
+	}
 	sb_waiter guard;
 	waitq_move_to_guard(q, &guard);
 	for (;;) {
@@ -112,16 +140,6 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker)
 }
 
 /* ------------------------------------------------------------ the lone waiter */
-
-size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
-{
-	if (!sb_waitq_is_lone(state))
-		return state;
-	sb_waiter *w = sb_waitq_lone(state);
-	q->head = q->tail = w;
-	sb_waiter_set_remaining_locked(w, 1);
-	return state & SB_WAITQ_LONE_LOW;
-}
 
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
 {

@@ -4,7 +4,8 @@
  *
  * A primitive is an sb_waitq: one state word plus the head and tail of a
  * FIFO of sb_waiter nodes, which live in the callers' futures.  The word's
- * low bits belong to the queue:
+ * low bits belong to the queue (their definitions are ABI, in
+ * <syncband/future.h>, because the inline fast paths read them):
  *
  *   bit 0  SB_QLOCK_HELD       the queue lock (src/lock.h)
  *   bit 1  SB_QLOCK_PARKED     someone sleeps waiting for the lock
@@ -60,7 +61,7 @@
 
 #include "lock.h"
 
-#define SB_WAITQ_NONEMPTY ((size_t)4)
+/* The bits of the word are defined in <syncband/future.h> (they are ABI). */
 #define SB_WAITQ_BITS (SB_QLOCK_BITS | SB_WAITQ_NONEMPTY)
 _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 	       "a primitive's bits start above the queue's");
@@ -68,7 +69,7 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 /* "No waker", for when there is nothing to drop. */
 #define SB_NO_WAKER ((sb_waker){ NULL, NULL })
 
-#define SB_WAITER_GRANTED ((size_t)0)
+/* SB_WAITER_GRANTED (0) is ABI, in <syncband/future.h>. */
 #define SB_WAITER_CLOSED SIZE_MAX
 /* A lone waiter (below), owed one unit, outside head/tail. */
 #define SB_WAITER_LONE (SIZE_MAX - 1)
@@ -100,7 +101,6 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
  * value (sb_waitq_lone_settle).  So a handoff to a lone waiter is one
  * read-modify-write on each side instead of two.
  */
-#define SB_WAITQ_LONE_SHIFT 4
 #define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
 
 /*
@@ -309,6 +309,17 @@ static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb
 }
 
 /*
+ * Under the lock: sb_waitq_push, then unlock.  The queue holds `w` now, so
+ * the unlock sets SB_WAITQ_NONEMPTY without looking at the queue again.
+ */
+static inline void sb_waitq_push_and_unlock(sb_waitq *q, sb_waiter *w, size_t remaining,
+					    sb_waker clone)
+{
+	sb_waitq_push(q, w, remaining, clone);
+	sb_qlock_release(&q->state, SB_WAITQ_NONEMPTY, SB_WAITQ_NONEMPTY);
+}
+
+/*
  * Under the lock: unlinks a queued `w` and returns its waker, which the
  * caller drops after unlocking.  The node is the caller's again.  Also
  * unlinks from a broadcast's list (sb_waitq_release_all), where no link is
@@ -389,7 +400,15 @@ void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits);
 
 /* Having locked the word from `state` by hand: what sb_waitq_lock_lone does after. */
-size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state);
+static inline size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
+{
+	if (!sb_waitq_is_lone(state))
+		return state;
+	sb_waiter *w = sb_waitq_lone(state);
+	q->head = q->tail = w;
+	sb_waiter_set_remaining_locked(w, 1);
+	return state & SB_WAITQ_LONE_LOW;
+}
 
 /*
  * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
@@ -461,8 +480,7 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
 		return 0; /* (a barging mutex locker may leave others queued) */
 	}
 	sb_waitq_adopt_lone(q, state);
-	sb_waitq_push(q, w, owed, clone);
-	sb_waitq_unlock(q);
+	sb_waitq_push_and_unlock(q, w, owed, clone);
 	return SB_PENDING;
 }
 
@@ -515,12 +533,6 @@ static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *
 		return remaining;
 	return sb_waitq_repoll_queued(q, w, waker);
 }
-
-/*
- * The life of a future, in its `status`: SB_FUTURE_IDLE until the first
- * poll, SB_PENDING while queued, then 0 or -errno (-ECANCELED after cancel).
- */
-#define SB_FUTURE_IDLE 2
 
 /*
  * Records a detached waiter's result in `status` (SB_WAITER_GRANTED: 0,

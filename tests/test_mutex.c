@@ -431,6 +431,40 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 	sb__clock_set(NULL);
 }
 
+/*
+ * A woken waiter whose task is never polled (its thread busy running the
+ * barger) still gets the mutex: an unlock that finds it still woken counts it
+ * as passed, and once that is more than the bound ago, hands it the mutex.
+ */
+static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound(void **state)
+{
+	(void)state;
+	sb__clock_set(fake_clock);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[0] passed, at fake_now */
+	assert_false(sb_mutex_is_locked(&m));
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: still barging */
+	assert_false(sb_mutex_is_locked(&m));
+	fake_now += 1;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* past it: handed over */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* woken once: no new wake */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb__clock_set(NULL);
+}
+
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
 {
 	(void)state;
@@ -697,6 +731,7 @@ int main(void)
 		cmocka_unit_test(unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run),
 		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
+		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),

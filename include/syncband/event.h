@@ -15,7 +15,8 @@
  *     wait registered after it is (after a reset() made while it still
  *     wakes, new waits wait for the next set()).  It wakes them in batches
  *     of up to 32, with the lock released; nothing allocates.
- *   - is_set() is a single atomic load.
+ *   - is_set() is inline: one atomic load (and a second one only while
+ *     another thread holds the event's internal lock).
  *
  * Auto-reset event (sb_auto_event)
  *   - set() hands the signal to the oldest wait, or stores one signal if
@@ -42,6 +43,8 @@
 #ifndef SYNCBAND_EVENT_H
 #define SYNCBAND_EVENT_H
 
+#include <errno.h>
+
 #include <syncband/future.h>
 
 #ifdef __cplusplus
@@ -50,13 +53,28 @@ extern "C" {
 
 /* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_event {
-	sb_waitq q; /* state word: see src/event.c for the bit layout */
+	sb_waitq q; /* state word: see below */
 } sb_event;
 
 /* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_auto_event {
-	sb_waitq q;
+	sb_waitq q; /* state word: see below */
 } sb_auto_event;
+
+/*
+ * The state words (ABI; the queue's bits are in future.h).  Manual-reset:
+ *
+ *   bit 3  SB_EVENT_STATE_SET   the event is set; published by release
+ *                               operations only, read with acquire
+ *
+ * Auto-reset:
+ *
+ *   bit 3    SB_AUTO_EVENT_STATE_SIGNALED   one stored signal, never while
+ *                                           anyone waits
+ *   bits 4-  a lone wait's address (with NONEMPTY), or 0
+ */
+#define SB_EVENT_STATE_SET (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
+#define SB_AUTO_EVENT_STATE_SIGNALED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 
 /* 56 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_event_wait {
@@ -76,8 +94,17 @@ typedef struct sb_auto_event_wait {
 } sb_auto_event_wait;
 
 /* Static initialisers: `set` is 0 or 1. */
-#define SB_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
-#define SB_AUTO_EVENT_INIT(set) { SB_WAITQ_INIT(SB_CAST(size_t, (set) ? 1 : 0) << SB_WAITQ_STATE_SHIFT) }
+#define SB_EVENT_INIT(set) { SB_WAITQ_INIT((set) ? SB_EVENT_STATE_SET : SB_CAST(size_t, 0)) }
+#define SB_AUTO_EVENT_INIT(set) \
+	{ SB_WAITQ_INIT((set) ? SB_AUTO_EVENT_STATE_SIGNALED : SB_CAST(size_t, 0)) }
+
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API void sb_event_set_slow(sb_event *e);
+SB_API bool sb_event_is_set_slow(const sb_event *e);
+SB_API int sb_event_wait_poll_slow(sb_event_wait *f, const sb_waker *w);
+SB_API void sb_auto_event_set_slow(sb_auto_event *e);
+SB_API int sb_auto_event_try_wait_slow(sb_auto_event *e);
+SB_API int sb_auto_event_wait_poll_slow(sb_auto_event_wait *f, const sb_waker *w);
 
 /* --- manual-reset --- */
 
@@ -85,18 +112,76 @@ typedef struct sb_auto_event_wait {
 SB_API int sb_event_init(sb_event *e, bool set);
 /* Returns 0, or -EBUSY while futures are registered. */
 SB_API int sb_event_destroy(sb_event *e);
-/* Sets the event, releasing every registered wait.  Never waits. */
-SB_API void sb_event_set(sb_event *e);
+
+/*
+ * Sets the event, releasing every registered wait.  Never waits.  Release
+ * ordering.  Inline: one CAS when nobody waits.
+ */
+SB_INLINE void sb_event_set(sb_event *e)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&e->q);
+	/* Nobody waits or is deciding to.  release: a wait or is_set() that
+	 * sees SB_EVENT_STATE_SET sees what we wrote before (pairs with their
+	 * acquire loads); also when it is set already, as the slow path says. */
+	if (!(state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY)) &&
+	    sb__state_cas_release(&e->q, &state, state | SB_EVENT_STATE_SET))
+		return;
+	sb_event_set_slow(e);
+}
+
 /* Clears the event.  One atomic RMW, no lock.  Never waits. */
 SB_API void sb_event_reset(sb_event *e);
-/* One atomic load (acquire). */
-SB_API bool sb_event_is_set(const sb_event *e);
-/* 0 if set (acquire ordering), else -EAGAIN. */
-SB_API int sb_event_try_wait(const sb_event *e);
 
-SB_API void sb_event_wait_init(sb_event_wait *f, sb_event *e);
-/* 0 once released, SB_PENDING while registered. */
-SB_API int sb_event_wait_poll(sb_event_wait *f, const sb_waker *w);
+/*
+ * Whether the event is set (acquire ordering: true means every set() before
+ * it happened-before).  Inline: one atomic load, and another only while the
+ * event's internal lock is held.
+ */
+SB_INLINE bool sb_event_is_set(const sb_event *e)
+{
+	/* acquire: a caller that sees the event set sees what set() wrote
+	 * before (pairs with set()'s release operations). */
+	size_t state = sb__state_load_acquire(&e->q);
+	if (!(state & SB_QLOCK_HELD))
+		return state & SB_EVENT_STATE_SET;
+	return sb_event_is_set_slow(e);
+}
+
+/* 0 if set (acquire ordering), else -EAGAIN.  Inline. */
+SB_INLINE int sb_event_try_wait(const sb_event *e)
+{
+	return sb_event_is_set(e) ? 0 : -EAGAIN;
+}
+
+/* Prepares a wait on `e`.  Does not register. */
+SB_INLINE void sb_event_wait_init(sb_event_wait *f, sb_event *e)
+{
+	f->event = e;
+	f->status = SB_FUTURE_IDLE;
+}
+
+/*
+ * 0 once released, SB_PENDING while registered.  Acquire ordering on
+ * completion.  Inline: a first poll that finds the event set, or a later one
+ * that finds the wait released, is one load.
+ */
+SB_INLINE int sb_event_wait_poll(sb_event_wait *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		/* acquire: as is_set. */
+		size_t state = sb__state_load_acquire(&f->event->q);
+		if ((state & (SB_EVENT_STATE_SET | SB_QLOCK_HELD)) == SB_EVENT_STATE_SET) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_event_wait_poll_slow(f, w);
+}
+
 /* Unregisters the wait and drops its waker; nothing to pass on. */
 SB_API void sb_event_wait_cancel(sb_event_wait *f);
 /* Blocks the thread until set: 0 or -ETIMEDOUT. */
@@ -111,14 +196,72 @@ SB_API extern const sb_future_ops sb_event_wait_ops;
 SB_API int sb_auto_event_init(sb_auto_event *e, bool set);
 /* Returns 0, or -EBUSY while futures are registered. */
 SB_API int sb_auto_event_destroy(sb_auto_event *e);
-/* Hands the signal to the oldest wait, or stores it.  Never waits. */
-SB_API void sb_auto_event_set(sb_auto_event *e);
-/* Consumes a stored signal: 0 (acquire ordering), or -EAGAIN. */
-SB_API int sb_auto_event_try_wait(sb_auto_event *e);
 
-SB_API void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e);
-/* 0 once it holds the signal, SB_PENDING while registered. */
-SB_API int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w);
+/*
+ * Hands the signal to the oldest wait, or stores it.  Never waits.  Release
+ * ordering.  Inline: one CAS when nobody waits.
+ */
+SB_INLINE void sb_auto_event_set(sb_auto_event *e)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&e->q);
+	/* Nobody waits or is deciding to: store the signal.  release: its
+	 * consumer sees our writes (pairs with the acquire CAS of try_wait or
+	 * of a first poll).  Also when the signal is stored already: the RMW
+	 * extends the release sequence to this set() too. */
+	if (!(state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY)) &&
+	    sb__state_cas_release(&e->q, &state, state | SB_AUTO_EVENT_STATE_SIGNALED))
+		return;
+	sb_auto_event_set_slow(e);
+}
+
+/* Consumes a stored signal: 0 (acquire ordering), or -EAGAIN.  Inline. */
+SB_INLINE int sb_auto_event_try_wait(sb_auto_event *e)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&e->q);
+	if (!(state & SB_AUTO_EVENT_STATE_SIGNALED))
+		return -EAGAIN;
+	/* acquire: we see what the set() that stored the signal wrote (pairs
+	 * with its release CAS). */
+	if (!(state & SB_QLOCK_HELD) &&
+	    sb__state_cas_acquire(&e->q, &state, state & ~SB_AUTO_EVENT_STATE_SIGNALED))
+		return 0;
+	return sb_auto_event_try_wait_slow(e);
+}
+
+/* Prepares a wait on `e`.  Does not register. */
+SB_INLINE void sb_auto_event_wait_init(sb_auto_event_wait *f, sb_auto_event *e)
+{
+	f->event = e;
+	f->status = SB_FUTURE_IDLE;
+}
+
+/*
+ * 0 once it holds the signal, SB_PENDING while registered.  Acquire ordering
+ * on completion.  Inline: a first poll that finds a stored signal takes it
+ * with one CAS, and a later poll that finds the signal handed over is one
+ * load.
+ */
+SB_INLINE int sb_auto_event_wait_poll(sb_auto_event_wait *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		sb_auto_event *e = f->event;
+		/* relaxed: a guess that the CAS confirms. */
+		size_t state = sb__state_load_relaxed(&e->q);
+		/* acquire: as try_wait. */
+		if ((state & (SB_AUTO_EVENT_STATE_SIGNALED | SB_QLOCK_HELD)) ==
+			    SB_AUTO_EVENT_STATE_SIGNALED &&
+		    sb__state_cas_acquire(&e->q, &state, state & ~SB_AUTO_EVENT_STATE_SIGNALED)) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_auto_event_wait_poll_slow(f, w);
+}
 /* Unregisters; a signal handed to it but not observed is passed on or stored. */
 SB_API void sb_auto_event_wait_cancel(sb_auto_event_wait *f);
 /* Blocks the thread until it takes a signal: 0 or -ETIMEDOUT. */

@@ -71,6 +71,31 @@ extern "C" {
 #define SB_API
 #endif
 
+/*
+ * Inline fast paths.  The uncontended operations - try_acquire, a release
+ * or unlock or set with nobody waiting, try_lock, is_set / try_wait, a
+ * future's init, a first poll that completes at once and a later poll that
+ * finds its future granted - are defined in these headers as SB_INLINE
+ * (static inline) functions, so that they compile into the caller: one
+ * atomic read-modify-write (or load) and a few branches, with no call.
+ * Whatever they cannot finish they hand to an exported out-of-line function
+ * named like them with a `_slow` suffix (sb_mutex_unlock ->
+ * sb_mutex_unlock_slow), which callers should not call directly.
+ *
+ * Every SB_INLINE function is also exported by the library under its own
+ * name (sb_mutex_unlock, ...): the library compiles these same definitions
+ * once more with SB_INLINE defined as SB_API (src/exported.c, as liburing's
+ * ffi.c does), for callers that cannot inline - FFI, dlsym, other languages.
+ * SB_INLINE is the library's to define; leave it alone.
+ *
+ * So the layout of each primitive's state word is ABI: its bits are defined
+ * once, below and in each primitive's header, and the library's sources use
+ * these definitions.
+ */
+#ifndef SB_INLINE
+#define SB_INLINE static inline
+#endif
+
 /* The struct of type `type` whose member `member` is at `ptr`. */
 #ifdef __cplusplus
 #define SB_CONTAINER_OF(ptr, type, member)                                     \
@@ -187,8 +212,119 @@ typedef struct sb_waitq {
 #define SB_WAITQ_INIT(state) { (state), NULL, NULL }
 #endif
 
+/*
+ * The state word (ABI: the inline fast paths read and change it).  Its low
+ * bits belong to the queue, the rest to the primitive (see its header):
+ *
+ *   bit 0  SB_QLOCK_HELD       the queue's internal lock is held
+ *   bit 1  SB_QLOCK_PARKED     a thread sleeps on the word's futex, waiting
+ *                              for that lock (only while HELD)
+ *   bit 2  SB_WAITQ_NONEMPTY   someone waits: the queue had waiters when its
+ *                              lock was last released, or a lone waiter's
+ *                              address is in the word (below)
+ *   bits SB_WAITQ_STATE_SHIFT and up: the primitive's own state
+ *
+ * A lock-free operation that hands something to waiters (a release, an
+ * unlock, a set) may finish inline only when it sees neither HELD nor
+ * NONEMPTY: nobody waits, and nobody is deciding to (a first waiter sets
+ * HELD in the very CAS with which it decides to wait).
+ *
+ * A lone waiter: in the primitives whose bits from SB_WAITQ_LONE_SHIFT up
+ * are free while anyone waits (semaphore, mutex, auto-reset event), a first
+ * waiter owed one unit may wait without the lock by installing its
+ * 16-byte-aligned future's address in those bits, with NONEMPTY, in one CAS.
+ */
+#define SB_QLOCK_HELD SB_CAST(size_t, 1)
+#define SB_QLOCK_PARKED SB_CAST(size_t, 2)
+#define SB_WAITQ_NONEMPTY SB_CAST(size_t, 4)
 /* Bits 0-2 of the state belong to the queue; a primitive's own start here. */
 #define SB_WAITQ_STATE_SHIFT 3
+#define SB_WAITQ_LONE_SHIFT 4
+
+/*
+ * A future's `status` (ABI too): SB_FUTURE_IDLE from init until its first
+ * poll, SB_PENDING while queued, then 0 or -errno (-ECANCELED after cancel).
+ */
+#define SB_FUTURE_IDLE 2
+
+/*
+ * A queued waiter's `remaining` once it has been granted everything and
+ * detached from the queue (ABI: the inline polls complete a pending future
+ * that finds it so).  Its other values are the library's (src/waitq.h).
+ */
+#define SB_WAITER_GRANTED SB_CAST(size_t, 0)
+
+/*
+ * The atomic operations of the inline fast paths, on a state word that is
+ * _Atomic(size_t) in C and std::atomic<size_t> in C++.  The CASes are weak:
+ * a fast path that fails for any reason hands over to its slow path, which
+ * re-reads the word.  Each caller says why its order is enough.
+ */
+#ifdef __cplusplus
+static inline size_t sb__state_load_relaxed(const sb_waitq *q)
+{
+	return q->state.load(std::memory_order_relaxed);
+}
+
+static inline size_t sb__state_load_acquire(const sb_waitq *q)
+{
+	return q->state.load(std::memory_order_acquire);
+}
+
+static inline bool sb__state_cas_acquire(sb_waitq *q, size_t *expected, size_t desired)
+{
+	return q->state.compare_exchange_weak(*expected, desired, std::memory_order_acquire,
+					      std::memory_order_relaxed);
+}
+
+static inline bool sb__state_cas_release(sb_waitq *q, size_t *expected, size_t desired)
+{
+	return q->state.compare_exchange_weak(*expected, desired, std::memory_order_release,
+					      std::memory_order_relaxed);
+}
+
+static inline size_t sb__waiter_load_acquire(const sb_waiter *w)
+{
+	return w->remaining.load(std::memory_order_acquire);
+}
+#else
+static inline size_t sb__state_load_relaxed(const sb_waitq *q)
+{
+	return atomic_load_explicit((SB_ATOMIC(size_t) *)&q->state, memory_order_relaxed);
+}
+
+static inline size_t sb__state_load_acquire(const sb_waitq *q)
+{
+	return atomic_load_explicit((SB_ATOMIC(size_t) *)&q->state, memory_order_acquire);
+}
+
+static inline bool sb__state_cas_acquire(sb_waitq *q, size_t *expected, size_t desired)
+{
+	return atomic_compare_exchange_weak_explicit(&q->state, expected, desired,
+						     memory_order_acquire, memory_order_relaxed);
+}
+
+static inline bool sb__state_cas_release(sb_waitq *q, size_t *expected, size_t desired)
+{
+	return atomic_compare_exchange_weak_explicit(&q->state, expected, desired,
+						     memory_order_release, memory_order_relaxed);
+}
+
+static inline size_t sb__waiter_load_acquire(const sb_waiter *w)
+{
+	return atomic_load_explicit((SB_ATOMIC(size_t) *)&w->remaining, memory_order_acquire);
+}
+#endif
+
+/*
+ * The inline re-poll of a pending future: whether its node has been granted
+ * everything (its owner's lock-free look).  Acquire: the future sees what
+ * its granter wrote (pairs with the release store that detached the node).
+ */
+static inline bool sb__future_granted(const int *status, const sb_waiter *w)
+{
+	return *status == SB_PENDING && sb__waiter_load_acquire(w) == SB_WAITER_GRANTED;
+}
 
 #ifdef __cplusplus
 }

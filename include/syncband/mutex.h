@@ -36,7 +36,8 @@
  *
  * Both modes
  *   - Uncontended lock is one CAS on the state word; uncontended unlock is
- *     one CAS back; neither touches the waiter queue or its lock.
+ *     one CAS back; neither touches the waiter queue or its lock.  Both are
+ *     inline (see future.h).
  *   - Cancelling a waiter that was handed the mutex passes it on to the next
  *     waiter, or unlocks it when nobody waits; cancelling a woken waiter
  *     passes the wake on.
@@ -82,10 +83,24 @@ extern "C" {
 
 /* 32 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_mutex {
-	sb_waitq q;             /* state word: see src/mutex.c for the bit layout */
+	sb_waitq q;             /* state word: see below */
 	uint32_t mode;          /* 0 or SB_MUTEX_FIFO, fixed at init */
 	uint32_t handoff_since; /* guarded by q's lock: see src/mutex.c */
 } sb_mutex;
+
+/*
+ * The state word (ABI; the queue's bits are in future.h):
+ *
+ *   bit 3    SB_MUTEX_STATE_LOCKED   someone holds the mutex (or is being
+ *                                    handed it)
+ *   bits 4-  a lone waiter's address (with NONEMPTY), or 0
+ *
+ * A free mutex nobody waits for is 0 and a held one nobody waits for is
+ * LOCKED alone: the inline lock is CAS(0 -> LOCKED) and the inline unlock
+ * CAS(LOCKED -> 0).  Any other word goes to the slow paths (which, in the
+ * eventually fair mode, also take a free mutex that others wait for).
+ */
+#define SB_MUTEX_STATE_LOCKED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 
 #define SB_MUTEX_INIT { SB_WAITQ_INIT(0), 0, 0 }
 #define SB_MUTEX_INIT_FIFO { SB_WAITQ_INIT(0), SB_MUTEX_FIFO, 0 }
@@ -117,27 +132,80 @@ SB_API int sb_mutex_destroy(sb_mutex *m);
 /* True while the mutex is locked (a snapshot). */
 SB_API bool sb_mutex_is_locked(const sb_mutex *m);
 
-/* Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits. */
-SB_API int sb_mutex_try_lock(sb_mutex *m);
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_mutex_try_lock_slow(sb_mutex *m);
+SB_API int sb_mutex_unlock_slow(sb_mutex *m);
+SB_API int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w);
+
+/*
+ * Locks if unlocked: 0, or -EBUSY.  Acquire ordering.  Never waits.  Inline:
+ * one CAS on a free mutex.
+ */
+SB_INLINE int sb_mutex_try_lock(sb_mutex *m)
+{
+	/* relaxed: a guess that the CAS confirms.  Read first, so that a held
+	 * mutex costs no CAS. */
+	size_t state = sb__state_load_relaxed(&m->q);
+	/* acquire: the critical section sees what the last holder wrote (pairs
+	 * with the release of every unlock). */
+	if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED))
+		return 0;
+	return sb_mutex_try_lock_slow(m);
+}
 
 /*
  * Unlocks.  With futures queued, wakes the oldest (eventually fair mode),
  * or hands it the mutex (strict FIFO mode, or a starving oldest waiter); the
  * wake runs after the internal lock is released.  Returns 0, or -EPERM when
- * the mutex was not locked.  Release ordering.  Never waits.
+ * the mutex was not locked.  Release ordering.  Never waits.  Inline: one
+ * CAS when nobody waits.
  */
-SB_API int sb_mutex_unlock(sb_mutex *m);
+SB_INLINE int sb_mutex_unlock(sb_mutex *m)
+{
+	/* relaxed: a guess that the CAS confirms.  Read first, so that an
+	 * unlock that must wake or hand over costs no failed CAS. */
+	size_t state = sb__state_load_relaxed(&m->q);
+	/* release: the next holder sees our critical section (pairs with the
+	 * acquire CAS of try_lock or of a lock's first poll). */
+	if (state == SB_MUTEX_STATE_LOCKED && sb__state_cas_release(&m->q, &state, 0))
+		return 0;
+	return sb_mutex_unlock_slow(m);
+}
 
 /* Prepares a future that locks `m`.  Does not register. */
-SB_API void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m);
+SB_INLINE void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
+{
+	f->mutex = m;
+	f->lost_since = 0;
+	f->status = SB_FUTURE_IDLE;
+}
 
 /*
  * Drives the lock: 0 when the caller holds the mutex, SB_PENDING when queued
  * (the waker will be woken once per registration; in eventually fair mode a
  * woken future may find a barger holding the mutex and return SB_PENDING
  * again, keeping its place at the front).  Acquire ordering on completion.
+ * Inline: a first poll on a free mutex takes it with one CAS, and a later
+ * poll that finds it handed over is one load.
  */
-SB_API int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w);
+SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		sb_mutex *m = f->mutex;
+		/* relaxed: a guess that the CAS confirms.  Read first, so that a
+		 * lock that must wait costs no failed CAS. */
+		size_t state = sb__state_load_relaxed(&m->q);
+		/* acquire: as try_lock. */
+		if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_mutex_lock_poll_slow(f, w);
+}
 
 /*
  * Abandons the lock.  A queued future leaves the queue; a future that was

@@ -50,11 +50,27 @@ extern "C" {
 
 /* 24 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_semaphore {
-	sb_waitq q; /* state word: see src/semaphore.c for the bit layout */
+	sb_waitq q; /* state word: see below */
 } sb_semaphore;
 
+/*
+ * The state word (ABI; the queue's bits are in future.h):
+ *
+ *   bit 3     SB_SEMAPHORE_STATE_CLOSED   close() was called
+ *   bits 4-   the permits in the counter, one SB_SEMAPHORE_STATE_COUNT_ONE
+ *             each; 0 while anyone waits, when the field holds a lone
+ *             waiter's address instead (NONEMPTY set)
+ *
+ * So permits can be taken lock-free when neither CLOSED nor NONEMPTY is set
+ * and the count is high enough, and released lock-free when neither HELD nor
+ * NONEMPTY is set (src/semaphore.c has the rest of the design).
+ */
+#define SB_SEMAPHORE_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
+#define SB_SEMAPHORE_STATE_COUNT_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
+#define SB_SEMAPHORE_STATE_COUNT_ONE (SB_CAST(size_t, 1) << SB_SEMAPHORE_STATE_COUNT_SHIFT)
+
 /* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
-#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, n) << (SB_WAITQ_STATE_SHIFT + 1)) }
+#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, n) << SB_SEMAPHORE_STATE_COUNT_SHIFT) }
 
 /*
  * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is
@@ -85,19 +101,64 @@ SB_API size_t sb_semaphore_available(const sb_semaphore *s);
 /* True once close() has been called. */
 SB_API bool sb_semaphore_is_closed(const sb_semaphore *s);
 
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_semaphore_try_acquire_slow(sb_semaphore *s, size_t n);
+SB_API int sb_semaphore_release_slow(sb_semaphore *s, size_t n);
+SB_API int sb_semaphore_acquire_poll_slow(sb_semaphore_acquire *f, const sb_waker *w);
+
+/*
+ * Whether `n` (1 to the maximum) permits may be taken lock-free from a word
+ * `state`, which *next receives: neither CLOSED nor NONEMPTY, and at least n
+ * in the count.  Too few borrows from the top bit (n is below 2^59 and the
+ * count field starts at bit 4), which one test then catches with the others;
+ * so does a count above 2^59 - 1, which only cancels can leave and the slow
+ * path serves.
+ */
+static inline bool sb__semaphore_may_take(size_t state, size_t n, size_t *next)
+{
+	*next = state - n * SB_SEMAPHORE_STATE_COUNT_ONE;
+	return n - 1 < SB_SEMAPHORE_MAX_PERMITS &&
+	       !(*next & (~(SIZE_MAX >> 1) | SB_SEMAPHORE_STATE_CLOSED | SB_WAITQ_NONEMPTY));
+}
+
 /*
  * Takes `n` permits if they are available and nobody is queued.  Returns 0,
  * -EAGAIN, -ESHUTDOWN, or -EINVAL (n above the maximum).  n == 0 succeeds
- * unless closed.  Acquire ordering on success.  Never waits.
+ * unless closed.  Acquire ordering on success.  Never waits.  Inline: one
+ * CAS when the permits are there.
  */
-SB_API int sb_semaphore_try_acquire(sb_semaphore *s, size_t n);
+SB_INLINE int sb_semaphore_try_acquire(sb_semaphore *s, size_t n)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&s->q);
+	/* acquire: the permits come with what their releaser wrote (pairs with
+	 * release()'s release CAS, or the release unlock of its slow path). */
+	size_t next;
+	if (sb__semaphore_may_take(state, n, &next) && sb__state_cas_acquire(&s->q, &state, next))
+		return 0;
+	return sb_semaphore_try_acquire_slow(s, n);
+}
 
 /*
  * Adds `n` permits, serving queued futures first in FIFO order and waking the
  * ones it completes (after its internal lock is released).  Returns 0, or
- * -EOVERFLOW (nothing changed).  Release ordering.  Never waits.
+ * -EOVERFLOW (nothing changed).  Release ordering.  Never waits.  Inline:
+ * one CAS when nobody waits.
  */
-SB_API int sb_semaphore_release(sb_semaphore *s, size_t n);
+SB_INLINE int sb_semaphore_release(sb_semaphore *s, size_t n)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&s->q);
+	/* Nobody waits or is deciding to, and the count stays at or below the
+	 * maximum (count <= MAX - n, in the word's units). */
+	if (n - 1 < SB_SEMAPHORE_MAX_PERMITS && !(state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY)) &&
+	    state < (SB_SEMAPHORE_MAX_PERMITS + 1 - n) * SB_SEMAPHORE_STATE_COUNT_ONE &&
+	    /* release: whoever takes these permits sees our writes (pairs with
+	     * the acquire CAS of try_acquire or of an acquire's first poll). */
+	    sb__state_cas_release(&s->q, &state, state + n * SB_SEMAPHORE_STATE_COUNT_ONE))
+		return 0;
+	return sb_semaphore_release_slow(s, n);
+}
 
 /*
  * Closes the semaphore: every queued future completes with -ESHUTDOWN and is
@@ -106,14 +167,39 @@ SB_API int sb_semaphore_release(sb_semaphore *s, size_t n);
 SB_API void sb_semaphore_close(sb_semaphore *s);
 
 /* Prepares a future that acquires `n` permits.  Does not register. */
-SB_API void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n);
+SB_INLINE void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *s, size_t n)
+{
+	f->sem = s;
+	f->permits = n;
+	f->status = SB_FUTURE_IDLE;
+}
 
 /*
  * Drives the acquire: 0 when the permits are the caller's, SB_PENDING when
  * queued (the waker will be woken once), -ESHUTDOWN, or -EINVAL (n above the
  * maximum).  n == 0 completes at once.  Acquire ordering on completion.
+ * Inline: a first poll that finds the permits takes them with one CAS, and a
+ * later poll that finds them granted is one load.
  */
-SB_API int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w);
+SB_INLINE int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		sb_semaphore *s = f->sem;
+		/* relaxed: a guess that the CAS confirms. */
+		size_t state = sb__state_load_relaxed(&s->q);
+		size_t next;
+		/* acquire: as try_acquire. */
+		if (sb__semaphore_may_take(state, f->permits, &next) &&
+		    sb__state_cas_acquire(&s->q, &state, next)) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_semaphore_acquire_poll_slow(f, w);
+}
 
 /*
  * Abandons the acquire.  A queued future leaves the queue and its partial

@@ -14,6 +14,7 @@
  *   unlock       not locked: -EPERM; nobody queued: unlocked; else hand the
  *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
  *                in a handoff phase, or the oldest lost more than the bound
+ *                (a woken oldest that is still woken at this unlock lost now)
  *                ago (which starts a phase of one more bound, or until the
  *                queue empties by a handoff or a cancel); else unlocked,
  *                and the oldest woken unless it is already
@@ -83,6 +84,8 @@ static bool m_hands_off(int h)
 {
 	if (M.fifo)
 		return true;
+	if (M.woken[h] && !M.lost_since[h]) /* passed before it could try */
+		M.lost_since[h] = M.now ? M.now : 1;
 	if (!M.phase && !M.lost_since[h])
 		return false;
 	if (M.phase) {

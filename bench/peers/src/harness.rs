@@ -105,13 +105,111 @@ pub struct Params {
     pub permits: usize,
 }
 
+// ---------------------------------------------------------------------------
+// Acquire waits
+// ---------------------------------------------------------------------------
+
+/// Buckets per power of two (2^5 = 32): a percentile is reported as its
+/// bucket's upper edge, at most 1/32 (3.1%) above the true value.
+const SUB_BITS: u32 = 5;
+/// Waits of 2^41 ns (37 minutes) and longer share the last bucket.
+const TOP_BIT: u32 = 40;
+const BUCKETS: usize = ((TOP_BIT - SUB_BITS + 2) as usize) << SUB_BITS;
+
+/// How long acquires waited, from the lock/acquire call (the future's first
+/// poll) until the task held the mutex or permit. Log-linear, exact below
+/// 32 ns; the maximum is exact. The same buckets as syncband's C harness
+/// (bench/harness.h), so both sides report the same way. Fixed size: one
+/// per task, allocated before the measured segment, merged after it.
+pub struct WaitHistogram {
+    counts: [u64; BUCKETS],
+    max: u64,
+}
+
+impl WaitHistogram {
+    pub fn new() -> Box<Self> {
+        Box::new(WaitHistogram {
+            counts: [0; BUCKETS],
+            max: 0,
+        })
+    }
+
+    fn bucket(ns: u64) -> usize {
+        if ns < 1 << SUB_BITS {
+            return ns as usize;
+        }
+        let top = 63 - ns.leading_zeros();
+        if top > TOP_BIT {
+            return BUCKETS - 1;
+        }
+        let shift = top - SUB_BITS;
+        (((shift + 1) as usize) << SUB_BITS) | ((ns >> shift) as usize & ((1 << SUB_BITS) - 1))
+    }
+
+    fn upper_edge(i: usize) -> u64 {
+        let (group, sub) = (i >> SUB_BITS, (i & ((1 << SUB_BITS) - 1)) as u64);
+        if group == 0 {
+            return sub;
+        }
+        (((1u64 << SUB_BITS) + sub + 1) << (group - 1)) - 1
+    }
+
+    /// Records one wait that began at `started`.
+    #[inline(always)]
+    pub fn record_since(&mut self, started: Instant) {
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counts[Self::bucket(ns)] += 1;
+        self.max = self.max.max(ns);
+    }
+
+    pub fn merge(&mut self, other: &WaitHistogram) {
+        for (c, o) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *c += o;
+        }
+        self.max = self.max.max(other.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The smallest recorded value v such that a fraction q of the records
+    /// are <= v, rounded up to its bucket's upper edge (never above max()).
+    pub fn percentile(&self, q: f64) -> u64 {
+        let n = self.count();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((q * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                // The last bucket has no upper edge: its values end at max.
+                return if i + 1 < BUCKETS {
+                    Self::upper_edge(i).min(self.max)
+                } else {
+                    self.max
+                };
+            }
+        }
+        self.max
+    }
+}
+
 /// Times the measured segments of a batch and counts the allocations made in
-/// them. Setup and teardown stay outside the segments.
+/// them. Setup and teardown stay outside the segments. With `waits` set
+/// (`--waits`), a contention batch also times every acquire into it.
 #[derive(Default)]
 pub struct Meter {
     elapsed: Duration,
     allocations: u64,
     open: Option<(Instant, u64)>,
+    pub waits: Option<Box<WaitHistogram>>,
 }
 
 impl Meter {
@@ -156,3 +254,32 @@ impl Meter {
 /// meter, and returns how many units (rounds, or operations for contention
 /// rows) the measured time is divided by.
 pub type BatchFn = fn(&Params, &mut Meter) -> u64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_within_a_thirty_second_above_the_true_value_and_max_is_exact() {
+        let mut h = WaitHistogram::new();
+        let mut values: Vec<u64> = (0..100_000u64)
+            .map(|i| (i * 2_654_435_761) % (1 << 36))
+            .collect();
+        for &v in &values {
+            h.counts[WaitHistogram::bucket(v)] += 1;
+            h.max = h.max.max(v);
+        }
+        values.sort_unstable();
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let truth = values[(q * values.len() as f64).ceil() as usize - 1];
+            let got = h.percentile(q);
+            assert!(
+                got >= truth && got <= truth + truth / 32,
+                "q={q}: {got} vs {truth}"
+            );
+        }
+        assert_eq!(h.percentile(1.0), *values.last().unwrap());
+        assert_eq!(h.max(), *values.last().unwrap());
+        assert_eq!(h.count(), values.len() as u64);
+    }
+}

@@ -7,8 +7,19 @@
 //! peers list                     supported pairs, one `<scenario> <impl>` a line
 //! peers unsupported              `UNSUPPORTED <scenario> <impl> <reason>` lines
 //! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+//!           [--once | --waits]
 //! peers run-all [--quick]
 //! ```
+//!
+//! `--once`: exactly one batch of R rounds and no warm-up (it counts the
+//! allocations and is timed), so that two runs of R and 2R rounds differ by
+//! R rounds and nothing else (the instruction counts of bench/run.py, under
+//! callgrind).
+//!
+//! `--waits` (contention rows): exactly one batch of R rounds, no warm-up,
+//! in which every acquire is timed; prints only
+//! `WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>`
+//! (that batch's time is not reported: the clock reads slow it down).
 
 mod alloc_count;
 mod contention;
@@ -20,7 +31,7 @@ mod registry;
 
 use std::process::ExitCode;
 
-use harness::{Meter, Params};
+use harness::{Meter, Params, WaitHistogram};
 use registry::{Row, Support};
 
 #[global_allocator]
@@ -36,6 +47,7 @@ const USAGE: &str = "\
 usage: peers list
        peers unsupported
        peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
+                 [--once | --waits]
        peers run-all [--quick]";
 
 /// Options of `run`.
@@ -44,6 +56,10 @@ struct RunOptions {
     rounds: Option<u64>,
     threads: Option<usize>,
     permits: usize,
+    /// One batch, no warm-up.
+    once: bool,
+    /// One batch, no warm-up, every acquire timed.
+    waits: bool,
 }
 
 fn parse_number<T: std::str::FromStr>(flag: &str, value: Option<&String>) -> Result<T, String> {
@@ -59,6 +75,8 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
         rounds: None,
         threads: None,
         permits: DEFAULT_PERMITS,
+        once: false,
+        waits: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -67,11 +85,16 @@ fn parse_run_options(args: &[String]) -> Result<RunOptions, String> {
             "--rounds" => opts.rounds = Some(parse_number(flag, it.next())?),
             "--threads" => opts.threads = Some(parse_number(flag, it.next())?),
             "--permits" => opts.permits = parse_number(flag, it.next())?,
+            "--once" => opts.once = true,
+            "--waits" => opts.waits = true,
             other => return Err(format!("unknown option: {other}")),
         }
     }
     if opts.batches == 0 || opts.rounds == Some(0) || opts.threads == Some(0) || opts.permits == 0 {
         return Err("--batches, --rounds, --threads and --permits must be at least 1".into());
+    }
+    if opts.once && opts.waits {
+        return Err("--once and --waits exclude each other".into());
     }
     Ok(opts)
 }
@@ -124,6 +147,46 @@ fn run_pair(row: &Row, batch: harness::BatchFn, params: &Params, batches: usize)
     );
 }
 
+/// `--once`: one batch and no warm-up; it counts the allocations and is timed.
+fn run_once(row: &Row, batch: harness::BatchFn, params: &Params) {
+    let name = row.name(params.threads);
+    alloc_count::set_counting(true);
+    let mut meter = Meter::default();
+    let units = batch(params, &mut meter);
+    alloc_count::set_counting(false);
+    let ns = meter.elapsed().as_nanos() as f64 / units as f64;
+    println!("BATCH {name} {} {ns:.3}", row.imp);
+    println!(
+        "RESULT {name} {} {ns:.3} allocs_per_round={}",
+        row.imp,
+        format_allocs(meter.allocations() as f64 / units as f64)
+    );
+}
+
+/// `--waits`: one batch, no warm-up, every acquire timed; prints the WAITS line.
+fn run_waits(row: &Row, batch: harness::BatchFn, params: &Params) -> Result<(), String> {
+    let name = row.name(params.threads);
+    let mut meter = Meter::default();
+    meter.waits = Some(WaitHistogram::new());
+    batch(params, &mut meter);
+    let waits = meter
+        .waits
+        .take()
+        .expect("the histogram stays in the meter");
+    if waits.count() == 0 {
+        return Err(format!("{name} {} does not time its acquires", row.imp));
+    }
+    println!(
+        "WAITS {name} {} p50_ns={} p99_ns={} max_ns={} acquires={}",
+        row.imp,
+        waits.percentile(0.50),
+        waits.percentile(0.99),
+        waits.max(),
+        waits.count()
+    );
+    Ok(())
+}
+
 fn print_unsupported(row: &Row, threads: usize, why: &str) {
     println!("UNSUPPORTED {} {} {why}", row.name(threads), row.imp);
 }
@@ -163,12 +226,19 @@ fn cmd_run(rows: &[Row], args: &[String]) -> Result<(), String> {
             "--threads applies only to contention rows, not {scenario}"
         ));
     }
+    if opts.waits && !row.has_threads() {
+        return Err(format!(
+            "--waits applies only to contention rows, not {scenario}"
+        ));
+    }
     let params = Params {
         rounds: opts.rounds.unwrap_or(row.rounds),
         threads,
         permits: opts.permits,
     };
     match row.support {
+        Support::Run(batch) if opts.waits => run_waits(row, batch, &params)?,
+        Support::Run(batch) if opts.once => run_once(row, batch, &params),
         Support::Run(batch) => run_pair(row, batch, &params, opts.batches),
         Support::Unsupported(why) => print_unsupported(row, threads, why),
     }

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The exported entry points of the headers' inline functions, seen as a
+ * caller that cannot inline sees them: looked up by name in the shared
+ * library with dlsym (as an FFI binding would) and called through the
+ * pointer.  Each behaves like the inline function of the same name, fast
+ * path and slow path alike; so do the *_slow functions they fall through to.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <syncband/syncband.h>
+
+/* The library's symbol `name`, as a function pointer of the type of *fn. */
+#define LOOKUP(fn, name) lookup((void *)&(fn), sizeof(fn), (name))
+
+static void lookup(void *fn, size_t size, const char *name)
+{
+	void *sym = dlsym(RTLD_DEFAULT, name);
+	if (sym == NULL)
+		fail_msg("libsyncband exports no %s", name);
+	/* POSIX: a function's address from dlsym, copied into the pointer. */
+	memcpy(fn, &sym, size);
+}
+
+static void every_inline_function_and_its_slow_path_is_exported_by_name(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+		"sb_semaphore_try_acquire", "sb_semaphore_release",
+		"sb_semaphore_acquire_init", "sb_semaphore_acquire_poll",
+		"sb_semaphore_try_acquire_slow", "sb_semaphore_release_slow",
+		"sb_semaphore_acquire_poll_slow",
+		"sb_mutex_try_lock", "sb_mutex_unlock", "sb_mutex_lock_init", "sb_mutex_lock_poll",
+		"sb_mutex_try_lock_slow", "sb_mutex_unlock_slow", "sb_mutex_lock_poll_slow",
+		"sb_event_set", "sb_event_is_set", "sb_event_try_wait", "sb_event_wait_init",
+		"sb_event_wait_poll", "sb_event_set_slow", "sb_event_is_set_slow",
+		"sb_event_wait_poll_slow",
+		"sb_auto_event_set", "sb_auto_event_try_wait", "sb_auto_event_wait_init",
+		"sb_auto_event_wait_poll", "sb_auto_event_set_slow", "sb_auto_event_try_wait_slow",
+		"sb_auto_event_wait_poll_slow",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
+}
+
+static void exported_semaphore_functions_take_wait_and_hand_over_like_the_inline_ones(void **state)
+{
+	(void)state;
+	int (*try_acquire)(sb_semaphore *, size_t);
+	int (*release)(sb_semaphore *, size_t);
+	void (*acquire_init)(sb_semaphore_acquire *, sb_semaphore *, size_t);
+	int (*acquire_poll)(sb_semaphore_acquire *, const sb_waker *);
+	LOOKUP(try_acquire, "sb_semaphore_try_acquire");
+	LOOKUP(release, "sb_semaphore_release");
+	LOOKUP(acquire_init, "sb_semaphore_acquire_init");
+	LOOKUP(acquire_poll, "sb_semaphore_acquire_poll");
+	sb_waker noop = sb_waker_noop();
+	sb_semaphore s;
+	assert_int_equal(sb_semaphore_init(&s, 1), 0);
+
+	assert_int_equal(try_acquire(&s, 1), 0);
+	assert_int_equal(try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(try_acquire(&s, SB_SEMAPHORE_MAX_PERMITS + 1), -EINVAL);
+	sb_semaphore_acquire a;
+	acquire_init(&a, &s, 1);
+	assert_int_equal(acquire_poll(&a, &noop), SB_PENDING);
+	assert_int_equal(release(&s, 1), 0); /* handed to the waiter */
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(acquire_poll(&a, &noop), 0);
+	assert_int_equal(release(&s, 1), 0);
+	acquire_init(&a, &s, 1);
+	assert_int_equal(acquire_poll(&a, &noop), 0); /* taken on the first poll */
+	assert_int_equal(release(&s, 1), 0);
+	assert_int_equal(release(&s, SB_SEMAPHORE_MAX_PERMITS), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	sb_semaphore_close(&s);
+	assert_int_equal(try_acquire(&s, 1), -ESHUTDOWN);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void exported_mutex_functions_lock_queue_and_hand_over_like_the_inline_ones(void **state)
+{
+	(void)state;
+	int (*try_lock)(sb_mutex *);
+	int (*unlock)(sb_mutex *);
+	void (*lock_init)(sb_mutex_lock *, sb_mutex *);
+	int (*lock_poll)(sb_mutex_lock *, const sb_waker *);
+	LOOKUP(try_lock, "sb_mutex_try_lock");
+	LOOKUP(unlock, "sb_mutex_unlock");
+	LOOKUP(lock_init, "sb_mutex_lock_init");
+	LOOKUP(lock_poll, "sb_mutex_lock_poll");
+	sb_waker noop = sb_waker_noop();
+	sb_mutex m;
+	assert_int_equal(sb_mutex_init_fifo(&m), 0); /* an unlock hands it over */
+
+	assert_int_equal(try_lock(&m), 0);
+	assert_int_equal(try_lock(&m), -EBUSY);
+	sb_mutex_lock l;
+	lock_init(&l, &m);
+	assert_int_equal(lock_poll(&l, &noop), SB_PENDING);
+	assert_int_equal(unlock(&m), 0); /* handed to the waiter */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(lock_poll(&l, &noop), 0);
+	assert_int_equal(unlock(&m), 0);
+	assert_int_equal(unlock(&m), -EPERM);
+	lock_init(&l, &m);
+	assert_int_equal(lock_poll(&l, &noop), 0); /* taken on the first poll */
+	assert_int_equal(unlock(&m), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+static void exported_event_functions_set_test_and_release_like_the_inline_ones(void **state)
+{
+	(void)state;
+	void (*set)(sb_event *);
+	bool (*is_set)(const sb_event *);
+	int (*try_wait)(const sb_event *);
+	void (*wait_init)(sb_event_wait *, sb_event *);
+	int (*wait_poll)(sb_event_wait *, const sb_waker *);
+	LOOKUP(set, "sb_event_set");
+	LOOKUP(is_set, "sb_event_is_set");
+	LOOKUP(try_wait, "sb_event_try_wait");
+	LOOKUP(wait_init, "sb_event_wait_init");
+	LOOKUP(wait_poll, "sb_event_wait_poll");
+	sb_waker noop = sb_waker_noop();
+	sb_event e;
+	assert_int_equal(sb_event_init(&e, false), 0);
+
+	assert_false(is_set(&e));
+	assert_int_equal(try_wait(&e), -EAGAIN);
+	sb_event_wait f;
+	wait_init(&f, &e);
+	assert_int_equal(wait_poll(&f, &noop), SB_PENDING);
+	set(&e); /* releases the wait */
+	assert_true(is_set(&e));
+	assert_int_equal(try_wait(&e), 0);
+	assert_int_equal(wait_poll(&f, &noop), 0);
+	wait_init(&f, &e);
+	assert_int_equal(wait_poll(&f, &noop), 0); /* set: ready on the first poll */
+	sb_event_reset(&e);
+	set(&e); /* nobody waits */
+	assert_true(is_set(&e));
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void exported_auto_event_functions_store_and_hand_over_like_the_inline_ones(void **state)
+{
+	(void)state;
+	void (*set)(sb_auto_event *);
+	int (*try_wait)(sb_auto_event *);
+	void (*wait_init)(sb_auto_event_wait *, sb_auto_event *);
+	int (*wait_poll)(sb_auto_event_wait *, const sb_waker *);
+	LOOKUP(set, "sb_auto_event_set");
+	LOOKUP(try_wait, "sb_auto_event_try_wait");
+	LOOKUP(wait_init, "sb_auto_event_wait_init");
+	LOOKUP(wait_poll, "sb_auto_event_wait_poll");
+	sb_waker noop = sb_waker_noop();
+	sb_auto_event e;
+	assert_int_equal(sb_auto_event_init(&e, false), 0);
+
+	assert_int_equal(try_wait(&e), -EAGAIN);
+	set(&e);
+	set(&e); /* coalesces */
+	assert_int_equal(try_wait(&e), 0);
+	assert_int_equal(try_wait(&e), -EAGAIN);
+	sb_auto_event_wait f;
+	wait_init(&f, &e);
+	assert_int_equal(wait_poll(&f, &noop), SB_PENDING);
+	set(&e); /* handed to the wait, not stored */
+	assert_int_equal(try_wait(&e), -EAGAIN);
+	assert_int_equal(wait_poll(&f, &noop), 0);
+	set(&e);
+	wait_init(&f, &e);
+	assert_int_equal(wait_poll(&f, &noop), 0); /* takes the stored signal */
+	assert_int_equal(sb_auto_event_destroy(&e), 0);
+}
+
+static void slow_paths_called_directly_still_decide_rightly(void **state)
+{
+	(void)state;
+	int (*sem_try_slow)(sb_semaphore *, size_t);
+	int (*sem_release_slow)(sb_semaphore *, size_t);
+	int (*mutex_try_slow)(sb_mutex *);
+	int (*mutex_unlock_slow)(sb_mutex *);
+	void (*event_set_slow)(sb_event *);
+	bool (*event_is_set_slow)(const sb_event *);
+	void (*auto_set_slow)(sb_auto_event *);
+	int (*auto_try_slow)(sb_auto_event *);
+	LOOKUP(sem_try_slow, "sb_semaphore_try_acquire_slow");
+	LOOKUP(sem_release_slow, "sb_semaphore_release_slow");
+	LOOKUP(mutex_try_slow, "sb_mutex_try_lock_slow");
+	LOOKUP(mutex_unlock_slow, "sb_mutex_unlock_slow");
+	LOOKUP(event_set_slow, "sb_event_set_slow");
+	LOOKUP(event_is_set_slow, "sb_event_is_set_slow");
+	LOOKUP(auto_set_slow, "sb_auto_event_set_slow");
+	LOOKUP(auto_try_slow, "sb_auto_event_try_wait_slow");
+
+	/* An inline fast path may give up for any reason (a weak CAS fails
+	 * spuriously), so each slow path handles the uncontended case too. */
+	sb_semaphore s;
+	assert_int_equal(sb_semaphore_init(&s, 1), 0);
+	assert_int_equal(sem_try_slow(&s, 1), 0);
+	assert_int_equal(sem_try_slow(&s, 1), -EAGAIN);
+	assert_int_equal(sem_release_slow(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	sb_mutex m;
+	assert_int_equal(sb_mutex_init(&m), 0);
+	assert_int_equal(mutex_try_slow(&m), 0);
+	assert_int_equal(mutex_try_slow(&m), -EBUSY);
+	assert_int_equal(mutex_unlock_slow(&m), 0);
+	assert_int_equal(mutex_unlock_slow(&m), -EPERM);
+	sb_event e;
+	assert_int_equal(sb_event_init(&e, false), 0);
+	assert_false(event_is_set_slow(&e));
+	event_set_slow(&e);
+	assert_true(event_is_set_slow(&e));
+	sb_auto_event ae;
+	assert_int_equal(sb_auto_event_init(&ae, false), 0);
+	assert_int_equal(auto_try_slow(&ae), -EAGAIN);
+	auto_set_slow(&ae);
+	assert_int_equal(auto_try_slow(&ae), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_inline_function_and_its_slow_path_is_exported_by_name),
+		cmocka_unit_test(exported_semaphore_functions_take_wait_and_hand_over_like_the_inline_ones),
+		cmocka_unit_test(exported_mutex_functions_lock_queue_and_hand_over_like_the_inline_ones),
+		cmocka_unit_test(exported_event_functions_set_test_and_release_like_the_inline_ones),
+		cmocka_unit_test(exported_auto_event_functions_store_and_hand_over_like_the_inline_ones),
+		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Memory-order mutation runner for the model checker (tests/model/README.md).
 
-Lists every atomic operation in src/*.c and src/*.h (not src/executor) whose
-memory order is not relaxed, then runs the weak-model tests of test_model and
+Lists every atomic operation in src/*.c, src/*.h (not src/executor) and the
+public headers' inline fast paths (include/syncband/*.h) whose memory order
+is not relaxed, then runs the weak-model tests of test_model and
 test_model_loop (those that reach the site) once per site with that one site
 made relaxed (SB_MODEL_WEAKEN=file:line), and prints whether some scenario
 caught it.
@@ -56,14 +57,19 @@ def strip_comments(text):
     return "".join(out)
 
 
+def source_files():
+    for folder in ("src", os.path.join("include", "syncband")):
+        path = os.path.join(ROOT, folder)
+        for name in sorted(os.listdir(path)):
+            if name.endswith((".c", ".h")):
+                yield name, os.path.join(path, name)
+
+
 def source_sites():
     """Every atomic call: (file, first line, last line, orders, code)."""
     sites = []
-    src = os.path.join(ROOT, "src")
-    for name in sorted(os.listdir(src)):
-        if not name.endswith((".c", ".h")):
-            continue
-        raw = open(os.path.join(src, name)).read()
+    for name, path in source_files():
+        raw = open(path).read()
         text = strip_comments(raw)
         lines = raw.split("\n")
         for m in CALL.finditer(text):

@@ -103,6 +103,7 @@ typedef struct sem_ctx {
 	counting_waker w[3];
 	int r[3];
 	int payload;
+	int payload2; /* a second releaser's */
 } sem_ctx;
 
 static void sem_setup_empty(void *p)
@@ -371,6 +372,31 @@ static void sem10_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/* Two releases racing a try_acquire of both permits: the inline CAS of one
+ * release fails on the other's, and its slow path adds the permit. */
+static void sem11_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->payload2 = 1;
+	MODEL_PLAIN_WRITE(&c->payload2);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void sem11_t2(void *p)
+{
+	sem_ctx *c = p;
+	c->r[2] = sb_semaphore_try_acquire(&c->sem, 2);
+	if (c->r[2] == 0) { /* both permits: both releases came before */
+		consume(&c->payload);
+		MODEL_PLAIN_READ(&c->payload2);
+	}
+}
+static void sem11_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == (c->r[2] == 0 ? 0 : 2));
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
 /* -------------------------------------------------------------------- mutex */
 
 typedef struct mutex_ctx {
@@ -634,6 +660,25 @@ static void mtx8_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
+/* unlock racing a lone waiter's cancel and a try_lock: the unlock's inline
+ * CAS fails on the lone form, its slow path may find the waiter withdrawn. */
+static void mtx9_t2(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[1] = sb_mutex_try_lock(&c->m);
+	if (c->r[1] == 0) /* unlocked by mtx1_t1 (or passed on by the cancel) */
+		consume(&c->payload);
+}
+static void mtx9_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[1] == 0)
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
 /* ------------------------------------------------------------------ condvar */
 
 typedef struct cv_ctx {
@@ -742,6 +787,8 @@ typedef struct event_ctx {
 	int r1;
 	int r2;
 	int payload;
+	int payload2;  /* a second setter's */
+	bool done[2];  /* plain: setter i has returned (the real-time order) */
 } event_ctx;
 
 /* set racing reset and a new wait's first poll. */
@@ -845,9 +892,15 @@ static void ev3_t2(void *p)
 {
 	event_ctx *c = p;
 	c->r1 = poll_event(&c->f[1], &c->w[1]);
-	if (c->r1 == SB_PENDING && await_wake(&c->w[1]) && poll_event(&c->f[1], &c->w[1]) == 0)
+	if (c->r1 == 0) {
 		consume(&c->payload);
-	else if (c->r1 == 0)
+		return;
+	}
+	/* Polled again before any wake (a poll the executor makes for another
+	 * reason): it owes what it sees to set()'s release alone. */
+	if (poll_event(&c->f[1], &c->w[1]) == 0)
+		consume(&c->payload);
+	else if (await_wake(&c->w[1]) && poll_event(&c->f[1], &c->w[1]) == 0)
 		consume(&c->payload);
 }
 static void ev3_check(void *p)
@@ -888,6 +941,68 @@ static void ev4_check(void *p)
 	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
 	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/*
+ * set racing a reset followed by is_set in another thread: after its own
+ * reset, is_set sees SET only from a later set, whose writes it must see
+ * (the reset may also send set() to its slow path).
+ */
+static void ev5_t1(void *p)
+{
+	event_ctx *c = p;
+	sb_event_reset(&c->e);
+	c->r1 = sb_event_is_set(&c->e);
+	if (c->r1)
+		consume(&c->payload);
+}
+static void ev5_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+}
+
+/*
+ * Two auto-reset sets racing a try_wait.  A set that had returned before the
+ * try_wait began is in the release sequence its CAS reads from.
+ */
+static void ae4_set(event_ctx *c, int i, int *payload)
+{
+	*payload = 1;
+	MODEL_PLAIN_WRITE(payload);
+	sb_auto_event_set(&c->a);
+	c->done[i] = true;
+}
+static void ae4_t0(void *p)
+{
+	event_ctx *c = p;
+	ae4_set(c, 0, &c->payload);
+}
+static void ae4_t1(void *p)
+{
+	event_ctx *c = p;
+	ae4_set(c, 1, &c->payload2);
+}
+static void ae4_t2(void *p)
+{
+	event_ctx *c = p;
+	bool before[2] = { c->done[0], c->done[1] };
+	c->r2 = sb_auto_event_try_wait(&c->a);
+	if (c->r2 != 0)
+		return;
+	if (before[0])
+		MODEL_PLAIN_READ(&c->payload);
+	if (before[1])
+		MODEL_PLAIN_READ(&c->payload2);
+}
+static void ae4_check(void *p)
+{
+	event_ctx *c = p;
+	/* One signal stored, or two if the try_wait came between the sets. */
+	int taken = (c->r2 == 0) + (sb_auto_event_try_wait(&c->a) == 0);
+	MODEL_CHECK(taken >= 1 && taken <= 2);
+	MODEL_CHECK(sb_auto_event_try_wait(&c->a) == -EAGAIN);
+	MODEL_CHECK(sb_auto_event_destroy(&c->a) == 0);
 }
 
 /* auto-reset set racing the cancel of the wait it hands the signal to. */
@@ -1280,6 +1395,8 @@ static const sb_model_scenario scenarios[] = {
 	  { sem10_t0, sem2_t1 }, sem10_check },
 	{ "semaphore: release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty,
 	  { sem2_t1, sem9_t1 }, sem9_check },
+	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
+	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check },
 	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
 	  { mtx1_t0, mtx1_t1 }, mtx1_check },
 	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,
@@ -1300,6 +1417,8 @@ static const sb_model_scenario scenarios[] = {
 	  mtx5_setup, { mtx6_t0, mtx_barger }, mtx6_check },
 	{ "fair mutex: the switch to handoff racing a barger", 2, sizeof(mutex_ctx), mtx7_setup,
 	  { mtx1_t1, mtx_barger }, mtx7_check },
+	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
+	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
 	  mutex_setup_locked, { mtx1_t0, mtx1_t1, mtx8_t2 }, mtx8_check },
 	{ "fifo mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
@@ -1314,12 +1433,16 @@ static const sb_model_scenario scenarios[] = {
 	  ev2_setup, { ev2_t0, ev2_t1, ev2_t2 }, ev2_check },
 	{ "event: set of an idle event racing a first poll", 2, sizeof(event_ctx), ev4_setup,
 	  { ev2_t0, ev4_t1 }, ev4_check },
+	{ "event: set racing a reset and is_set", 2, sizeof(event_ctx), ev2_setup,
+	  { ev2_t0, ev5_t1 }, ev5_check },
 	{ "event: set with a wait queued racing is_set and a first poll", 3,
 	  sizeof(event_ctx), ev3_setup, { ev2_t0, ev2_t1, ev3_t2 }, ev3_check },
 	{ "auto event: set racing cancel of the chosen wait", 2, sizeof(event_ctx), ae1_setup,
 	  { ae1_t0, ae1_t1 }, ae1_check },
 	{ "auto event: set racing a first poll and try_wait", 3, sizeof(event_ctx), ae2_setup,
 	  { ae1_t0, ae2_t1, ae2_t2 }, ae2_check },
+	{ "auto event: two sets racing try_wait", 3, sizeof(event_ctx), ae2_setup,
+	  { ae4_t0, ae4_t1, ae4_t2 }, ae4_check },
 	{ "auto event: set racing cancel of a lone wait", 2, sizeof(event_ctx), ae3_setup,
 	  { ae1_t0, ae1_t1 }, ae3_check },
 	{ "event: set past a batch racing cancel and reset; a wake polls a later wait", 3,

@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The explorer: coroutine scheduler, schedule enumeration, and the two
+ * memory models (sched.h; README.md in this folder says how they work).
+ * This file is force-included with model_hooks.h too, but uses gcc's
+ * __atomic builtins directly for the real memory: one OS thread runs
+ * everything, so they only keep the accesses whole.
+ */
 #include "sched.h"
 
-#include <stdatomic.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +20,60 @@ enum {
 	MAX_CHOICES = 1 << 16,
 	MAX_STEPS = 1 << 20, /* scheduling points in one execution: livelock */
 	CTX_MAX = 4096,
+	NT = SB_MODEL_MAX_THREADS,
+	HISTORY = 6,        /* stores remembered per atomic location */
+	MAX_LOCATIONS = 64, /* atomic locations one execution may touch */
+	MAX_PLAIN = 64,     /* plain data addresses one execution may mark */
+	SETUP = -1,         /* the "thread" of setup, check and unseen writes */
 };
+
+/* ------------------------------------------------------------ weak memory */
+
+typedef struct vclock {
+	uint32_t c[NT];
+} vclock;
+
+/* A store in a location's history. */
+typedef struct mstore {
+	uint64_t value;
+	vclock rel;     /* what an acquire that reads it joins */
+	uint32_t stamp; /* the storing thread's own clock entry at the store */
+	int thread;     /* SETUP: happens-before everything */
+} mstore;
+
+/* An atomic location: the last HISTORY stores in modification order. */
+typedef struct location {
+	const void *addr;
+	size_t size;
+	uint32_t next;     /* modification-order index of the next store */
+	uint32_t count;    /* stores held: indices next - count .. next - 1 */
+	uint32_t seen[NT]; /* latest index each thread read or wrote (coherence) */
+	mstore h[HISTORY]; /* index i at h[i % HISTORY] */
+} location;
+
+typedef struct plain {
+	const void *addr;
+	int thread;
+	uint32_t stamp;
+	const char *file;
+	int line;
+} plain;
+
+/* What sb_model_signal() published at an address, for sb_model_await_change(). */
+typedef struct signal_clock {
+	const void *addr;
+	vclock clock;
+} signal_clock;
 
 static struct {
 	const sb_model_scenario *scenario;
 	ucontext_t main_ctx;
-	ucontext_t ctx[SB_MODEL_MAX_THREADS];
-	bool done[SB_MODEL_MAX_THREADS];
-	_Atomic uint32_t *wait_word[SB_MODEL_MAX_THREADS];
-	uint32_t wait_value[SB_MODEL_MAX_THREADS];
+	ucontext_t ctx[NT];
+	bool done[NT];
+	_Atomic uint32_t *wait_word[NT];
+	uint32_t wait_value[NT];
+	bool optional[NT]; /* a scenario's await: may give up */
+	bool gave_up[NT];
 	int current; /* -1: outside the threads (setup, check) */
 	long steps;
 	/* the schedule: choice points only (where more than one option existed) */
@@ -35,32 +87,117 @@ static struct {
 	unsigned seed;
 	unsigned run_seed;
 	long execution;
+	/* the weak model */
+	bool weak;
+	int stale_bound;
+	int stale_reads;
+	vclock clock[NT];
+	vclock acquire_pending[NT]; /* release clocks read by relaxed loads */
+	vclock release_fence[NT];   /* the clock at the last release fence */
+	int nlocations;
+	location loc[MAX_LOCATIONS];
+	int nplain;
+	plain plain[MAX_PLAIN];
+	int nsignals;
+	signal_clock signals[MAX_PLAIN];
+	/* debugging (environment, see README.md) */
+	bool trace;
+	bool replaying;
+	bool failing;
+	/* sb_model_catch_failures: a failure ends the exploration, reported */
+	bool catching;
+	bool caught;
+	ucontext_t caught_ctx;
+	char failure[320];
 	_Alignas(16) unsigned char user[CTX_MAX];
 } M = { .current = -1 };
 
-static char stacks[SB_MODEL_MAX_THREADS][STACK_SIZE];
+static char stacks[NT][STACK_SIZE];
 
-static bool runnable(int t)
+static const char *order_name(int order)
 {
-	if (M.done[t])
-		return false;
-	if (M.wait_word[t] == NULL)
-		return true;
-	return __atomic_load_n((uint32_t *)M.wait_word[t], __ATOMIC_RELAXED) != M.wait_value[t];
+	switch (order) {
+	case memory_order_relaxed: return "relaxed";
+	case memory_order_consume: return "consume";
+	case memory_order_acquire: return "acquire";
+	case memory_order_release: return "release";
+	case memory_order_acq_rel: return "acq_rel";
+	case memory_order_seq_cst: return "seq_cst";
+	}
+	return "?";
 }
 
-void sb_model_fail(const char *file, int line, const char *what)
+static const char *base_name(const char *path)
 {
-	fprintf(stderr, "\nMODEL FAILURE in scenario '%s', execution %ld: %s:%d: %s\n",
-		M.scenario ? M.scenario->name : "?", M.execution, file, line, what);
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static void print_schedule(void)
+{
+	fprintf(stderr, "memory model: %s", M.weak ? "weak" : "sc");
 	if (M.random)
-		fprintf(stderr, "random schedule: replay with sb_model_random(s, %u, 1)\n",
-			M.run_seed);
+		fprintf(stderr, ", random schedule: replay with sb_model_random%s(s, %u, 1%s)\n",
+			M.weak ? "_weak" : "", M.run_seed, M.weak ? ", stale_reads" : "");
+	else if (M.weak)
+		fprintf(stderr, ", preemption bound %d, stale-read bound %d\n", M.bound,
+			M.stale_bound);
+	else
+		fprintf(stderr, ", preemption bound %d\n", M.bound);
 	fprintf(stderr, "schedule (choice index at each choice point):");
 	for (int i = 0; i < M.depth; i++)
 		fprintf(stderr, " %d", M.choice[i]);
 	fprintf(stderr, "\n");
+	if (M.random || !M.scenario)
+		return;
+	/* A line for the shell: the name quoted, its own quotes as '\'' */
+	fprintf(stderr, "replay: SB_MODEL_SCENARIO='");
+	for (const char *c = M.scenario->name; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", stderr);
+		else
+			fputc(*c, stderr);
+	}
+	fprintf(stderr, "' SB_MODEL_MEMORY=%s SB_MODEL_REPLAY='", M.weak ? "weak" : "sc");
+	for (int i = 0; i < M.depth; i++)
+		fprintf(stderr, "%s%d", i ? " " : "", M.choice[i]);
+	fprintf(stderr, "' tests/test_model (in the build folder)\n");
+}
+
+void sb_model_catch_failures(bool on)
+{
+	M.catching = on;
+}
+
+void sb_model_fail(const char *file, int line, const char *what)
+{
+	if (M.catching && M.scenario) {
+		snprintf(M.failure, sizeof M.failure, "%s:%d: %s", base_name(file), line, what);
+		M.caught = true;
+		M.current = -1;
+		setcontext(&M.caught_ctx); /* back into explore(), off any thread's stack */
+	}
+	M.failing = true;
+	fflush(stdout);
+	fprintf(stderr, "\nMODEL FAILURE in scenario '%s', execution %ld: %s:%d: %s\n",
+		M.scenario ? M.scenario->name : "?", M.execution, file, line, what);
+	print_schedule();
 	abort();
+}
+
+/* An assertion of the library (or a crash) inside a scenario: say where. */
+static void on_fatal_signal(int sig)
+{
+	if (!M.failing && M.scenario) {
+		M.failing = true;
+		fflush(stdout);
+		fprintf(stderr, "\nMODEL FAILURE in scenario '%s', execution %ld: signal %d%s\n",
+			M.scenario->name, M.execution, sig,
+			sig == SIGABRT ? " (an assertion failed?)" : "");
+		print_schedule();
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static unsigned next_random(void)
@@ -69,14 +206,50 @@ static unsigned next_random(void)
 	return M.seed >> 16;
 }
 
+/* A choice point with `options` (> 1) options; option 0 is the default. */
+static int choose(int options)
+{
+	int pick;
+	if (M.random)
+		pick = (int)(next_random() % (unsigned)options);
+	else if (M.depth < M.prefix)
+		pick = M.choice[M.depth];
+	else
+		pick = 0;
+	if (pick >= options) {
+		if (!M.replaying)
+			sb_model_fail(__FILE__, __LINE__, "schedule does not replay");
+		fprintf(stderr, "replay: choice %d has only %d options\n", M.depth, options);
+		pick = options - 1;
+	}
+	if (M.depth >= MAX_CHOICES)
+		sb_model_fail(__FILE__, __LINE__, "schedule too deep");
+	M.choice[M.depth] = (unsigned char)pick;
+	M.options[M.depth] = (unsigned char)options;
+	M.depth++;
+	return pick;
+}
+
+/* ------------------------------------------------------------- scheduler */
+
+static bool runnable(int t)
+{
+	if (M.done[t])
+		return false;
+	if (M.wait_word[t] == NULL || M.gave_up[t])
+		return true;
+	return __atomic_load_n((uint32_t *)M.wait_word[t], __ATOMIC_RELAXED) != M.wait_value[t];
+}
+
 /*
  * Picks the next thread.  Options are ordered: the current thread first
  * (when it can go on), then the others from cur + 1 round.  Taking a later
- * option while the current thread could go on is a preemption.
+ * option while the current thread could go on is a preemption.  With every
+ * thread blocked, a scenario's await gives up (the lowest thread first).
  */
 static int decide(int cur, bool cur_can_continue)
 {
-	int cand[SB_MODEL_MAX_THREADS];
+	int cand[NT];
 	int k = 0;
 	int n = M.scenario->threads;
 	if (cur_can_continue)
@@ -87,6 +260,12 @@ static int decide(int cur, bool cur_can_continue)
 			cand[k++] = t;
 	}
 	if (k == 0) {
+		for (int t = 0; t < n; t++) {
+			if (M.done[t] || !M.optional[t])
+				continue;
+			M.gave_up[t] = true;
+			return t;
+		}
 		for (int t = 0; t < n; t++)
 			if (!M.done[t])
 				sb_model_fail(__FILE__, __LINE__, "deadlock: every thread is blocked");
@@ -99,18 +278,7 @@ static int decide(int cur, bool cur_can_continue)
 		allowed = 1;
 	if (allowed == 1)
 		return cand[0];
-	int pick;
-	if (M.random)
-		pick = (int)(next_random() % (unsigned)allowed);
-	else if (M.depth < M.prefix)
-		pick = M.choice[M.depth];
-	else
-		pick = 0;
-	if (M.depth >= MAX_CHOICES)
-		sb_model_fail(__FILE__, __LINE__, "schedule too deep");
-	M.choice[M.depth] = (unsigned char)pick;
-	M.options[M.depth] = (unsigned char)allowed;
-	M.depth++;
+	int pick = choose(allowed);
 	if (cur_can_continue && pick != 0)
 		M.preemptions++;
 	return cand[pick];
@@ -121,6 +289,8 @@ static void switch_to(int next)
 	int cur = M.current;
 	if (next == cur)
 		return;
+	if (M.trace)
+		fprintf(stderr, "  -- switch to thread %d\n", next);
 	M.current = next;
 	swapcontext(&M.ctx[cur], &M.ctx[next]);
 }
@@ -137,14 +307,7 @@ long sb_model_rmws(void)
 	return rmws_seen;
 }
 
-void sb_model_point_rmw(void);
-void sb_model_point_rmw(void)
-{
-	rmws_seen++;
-	sb_model_point();
-}
-
-void sb_model_point(void)
+static void point(void)
 {
 	points_seen++;
 	if (M.current < 0)
@@ -165,6 +328,461 @@ void sb_model_futex_wait(_Atomic uint32_t *word, uint32_t expected)
 	M.wait_word[cur] = NULL;
 }
 
+static bool tracked(void);
+static void join(vclock *a, const vclock *b);
+
+static signal_clock *signal_entry(const void *addr, bool add)
+{
+	for (int i = 0; i < M.nsignals; i++)
+		if (M.signals[i].addr == addr)
+			return &M.signals[i];
+	if (!add)
+		return NULL;
+	if (M.nsignals == MAX_PLAIN)
+		sb_model_fail(__FILE__, __LINE__, "too many signalled addresses");
+	signal_clock *c = &M.signals[M.nsignals++];
+	*c = (signal_clock){ .addr = addr };
+	return c;
+}
+
+void sb_model_signal(const void *word)
+{
+	if (tracked())
+		join(&signal_entry(word, true)->clock, &M.clock[M.current]);
+}
+
+bool sb_model_await_change(const atomic_int *word, int old)
+{
+	if (M.current < 0)
+		sb_model_fail(__FILE__, __LINE__, "await outside the scheduled threads");
+	int cur = M.current;
+	M.wait_word[cur] = (_Atomic uint32_t *)(uintptr_t)word;
+	M.wait_value[cur] = (uint32_t)old;
+	M.optional[cur] = true;
+	M.gave_up[cur] = false;
+	while (!runnable(cur))
+		switch_to(decide(cur, false));
+	bool changed = !M.gave_up[cur];
+	M.wait_word[cur] = NULL;
+	M.optional[cur] = false;
+	M.gave_up[cur] = false;
+	const signal_clock *c = signal_entry(word, false);
+	if (changed && c && tracked())
+		join(&M.clock[cur], &c->clock);
+	return changed;
+}
+
+/* ------------------------------------------------------------------ sites */
+
+static const char *weaken_env;  /* SB_MODEL_WEAKEN: "file.c:line[,...]" */
+static const char *sites_env;   /* SB_MODEL_SITES: where to list every site */
+static sb_model_site *sites;
+static long weakened_reached;
+static bool weakened_seen;
+
+
+static const char *op_name(int kind)
+{
+	static const char *const names[] = { "?",         "load",      "store",
+					     "exchange",  "cas",       "fetch_add",
+					     "fetch_sub", "fetch_or",  "fetch_and",
+					     "fence" };
+	return kind > 0 && kind <= SB_MODEL_FENCE ? names[kind] : "?";
+}
+
+/* Whether `spec`, "file:line[,file:line...]", names the site. */
+static bool names_site(const char *spec, const sb_model_site *site)
+{
+	const char *base = base_name(site->file);
+	size_t len = strlen(base);
+	for (const char *p = spec; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (strncmp(p, base, len) == 0 && p[len] == ':' && atoi(p + len + 1) == site->line)
+			return true;
+	}
+	return false;
+}
+
+/* Registers a site on first use; returns the orders to model (relaxed if weakened). */
+static void site_use(sb_model_site *site, int kind, int *order, int *failure)
+{
+	if (site->kind == 0) {
+		site->kind = kind;
+		site->order = *order;
+		site->failure_order = failure ? *failure : *order;
+		site->weakened = weaken_env && names_site(weaken_env, site);
+		weakened_seen |= site->weakened;
+		site->next = sites;
+		sites = site;
+	}
+	if (M.current >= 0) {
+		site->reached++;
+		if (site->weakened)
+			weakened_reached++;
+	}
+	if (site->weakened) {
+		*order = memory_order_relaxed;
+		if (failure)
+			*failure = memory_order_relaxed;
+	}
+}
+
+static void report_sites(void)
+{
+	if (weaken_env)
+		fprintf(stderr, "SB_MODEL_WEAKEN=%s: %s, reached %ld times by scheduled threads\n",
+			weaken_env, weakened_seen ? "site found" : "no such site",
+			weakened_reached);
+	if (!sites_env)
+		return;
+	FILE *f = fopen(sites_env, "w");
+	if (!f) {
+		perror(sites_env);
+		return;
+	}
+	for (const sb_model_site *s = sites; s; s = s->next)
+		fprintf(f, "%s:%d %s %s %s %ld\n", base_name(s->file), s->line, op_name(s->kind),
+			order_name(s->order), order_name(s->failure_order), s->reached);
+	fclose(f);
+}
+
+__attribute__((constructor)) static void read_environment(void)
+{
+	weaken_env = getenv("SB_MODEL_WEAKEN");
+	sites_env = getenv("SB_MODEL_SITES");
+	if (weaken_env && !*weaken_env)
+		weaken_env = NULL;
+	if (weaken_env || sites_env)
+		atexit(report_sites);
+	signal(SIGABRT, on_fatal_signal);
+	signal(SIGSEGV, on_fatal_signal);
+}
+
+/* ------------------------------------------------------------ weak model */
+
+static bool is_acquire(int order)
+{
+	return order == memory_order_acquire || order == memory_order_consume ||
+	       order == memory_order_acq_rel || order == memory_order_seq_cst;
+}
+
+static bool is_release(int order)
+{
+	return order == memory_order_release || order == memory_order_acq_rel ||
+	       order == memory_order_seq_cst;
+}
+
+static void join(vclock *a, const vclock *b)
+{
+	for (int i = 0; i < NT; i++)
+		if (b->c[i] > a->c[i])
+			a->c[i] = b->c[i];
+}
+
+/* Whether an event of `thread` at `stamp` happens-before thread t's present. */
+static bool happens_before(int thread, uint32_t stamp, int t)
+{
+	return thread == SETUP || thread == t || stamp <= M.clock[t].c[thread];
+}
+
+static uint64_t mem_read(const void *addr, size_t size)
+{
+	switch (size) {
+	case 1: return __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED);
+	case 2: return __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED);
+	case 4: return __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED);
+	case 8: return __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED);
+	}
+	sb_model_fail(__FILE__, __LINE__, "atomic of an unsupported size");
+	return 0;
+}
+
+static void mem_write(void *addr, size_t size, uint64_t v)
+{
+	switch (size) {
+	case 1: __atomic_store_n((uint8_t *)addr, (uint8_t)v, __ATOMIC_RELAXED); return;
+	case 2: __atomic_store_n((uint16_t *)addr, (uint16_t)v, __ATOMIC_RELAXED); return;
+	case 4: __atomic_store_n((uint32_t *)addr, (uint32_t)v, __ATOMIC_RELAXED); return;
+	case 8: __atomic_store_n((uint64_t *)addr, v, __ATOMIC_RELAXED); return;
+	}
+	sb_model_fail(__FILE__, __LINE__, "atomic of an unsupported size");
+}
+
+static uint64_t value_of(const void *p, size_t size)
+{
+	uint64_t v = 0;
+	memcpy(&v, p, size); /* little-endian: the low bytes */
+	return v;
+}
+
+static mstore *store_at(location *l, uint32_t index)
+{
+	return &l->h[index % HISTORY];
+}
+
+static mstore *latest(location *l)
+{
+	return store_at(l, l->next - 1);
+}
+
+static mstore *push(location *l)
+{
+	mstore *s = store_at(l, l->next++);
+	if (l->count < HISTORY)
+		l->count++;
+	return s;
+}
+
+/*
+ * The location at `addr`, its history consistent with the real memory: a
+ * location seen for the first time, or whose memory no longer holds its
+ * latest store (a plain write the model did not see: an init, a struct
+ * assignment), starts again from the real value, as if setup wrote it.
+ */
+static location *locate(const void *addr, size_t size)
+{
+	location *l = NULL;
+	for (int i = 0; i < M.nlocations; i++)
+		if (M.loc[i].addr == addr) {
+			l = &M.loc[i];
+			break;
+		}
+	if (!l) {
+		if (M.nlocations == MAX_LOCATIONS)
+			sb_model_fail(__FILE__, __LINE__, "too many atomic locations");
+		l = &M.loc[M.nlocations++];
+		memset(l, 0, sizeof *l);
+		l->addr = addr;
+	}
+	uint64_t real = mem_read(addr, size);
+	if (l->count == 0 || l->size != size || latest(l)->value != real) {
+		l->size = size;
+		l->count = 0;
+		mstore *s = push(l);
+		*s = (mstore){ .value = real, .thread = SETUP };
+	}
+	return l;
+}
+
+/* A new store by thread t at the end of the modification order. */
+static void record_store(location *l, int t, uint64_t value, bool release, const vclock *carried)
+{
+	uint32_t stamp = ++M.clock[t].c[t];
+	vclock rel = carried ? *carried : (vclock){ { 0 } };
+	join(&rel, release ? &M.clock[t] : &M.release_fence[t]);
+	mstore *s = push(l);
+	*s = (mstore){ .value = value, .rel = rel, .stamp = stamp, .thread = t };
+	l->seen[t] = l->next - 1;
+}
+
+/* Thread t reads store `index`: coherence, and synchronises if acquire. */
+static void read_from(location *l, int t, uint32_t index, bool acquire)
+{
+	l->seen[t] = index;
+	join(acquire ? &M.clock[t] : &M.acquire_pending[t], &store_at(l, index)->rel);
+}
+
+/*
+ * Which store a plain load reads: any from the latest back to the newest one
+ * that this thread has read or written, or that happens-before it.
+ */
+static uint32_t pick_store(location *l, int t)
+{
+	uint32_t newest = l->next - 1;
+	uint32_t floor = l->next - l->count;
+	if (l->seen[t] > floor)
+		floor = l->seen[t];
+	for (uint32_t i = newest; i > floor; i--) {
+		const mstore *s = store_at(l, i);
+		if (happens_before(s->thread, s->stamp, t)) {
+			floor = i;
+			break;
+		}
+	}
+	int options = (int)(newest - floor + 1);
+	if (options == 1 || M.stale_reads >= M.stale_bound)
+		return newest;
+	int pick = choose(options);
+	if (pick)
+		M.stale_reads++;
+	return newest - (uint32_t)pick;
+}
+
+static bool tracked(void)
+{
+	return M.weak && M.current >= 0;
+}
+
+static void trace_op(const sb_model_site *site, const void *addr, uint64_t value,
+		     const char *note)
+{
+	if (M.trace && M.current >= 0)
+		fprintf(stderr, "  t%d %s:%d %s %p = %#llx%s\n", M.current, base_name(site->file),
+			site->line, op_name(site->kind), addr, (unsigned long long)value, note);
+}
+
+/* -------------------------------------------------------------- the hooks */
+
+void sb_model_load(sb_model_site *site, const void *addr, size_t size, void *out, int order)
+{
+	site_use(site, SB_MODEL_LOAD, &order, NULL);
+	point();
+	uint64_t v = mem_read(addr, size);
+	const char *note = "";
+	if (tracked()) {
+		int t = M.current;
+		location *l = locate(addr, size);
+		uint32_t index = pick_store(l, t);
+		if (index != l->next - 1)
+			note = " (stale)";
+		read_from(l, t, index, is_acquire(order));
+		v = store_at(l, index)->value;
+	}
+	memcpy(out, &v, size);
+	trace_op(site, addr, v, note);
+}
+
+void sb_model_store(sb_model_site *site, void *addr, size_t size, const void *val, int order)
+{
+	site_use(site, SB_MODEL_STORE, &order, NULL);
+	point();
+	uint64_t v = value_of(val, size);
+	if (tracked())
+		record_store(locate(addr, size), M.current, v, is_release(order), NULL);
+	mem_write(addr, size, v);
+	trace_op(site, addr, v, "");
+}
+
+/*
+ * Every read-modify-write reads the latest store (atomicity), and its store
+ * continues the release sequence of the one it read: it carries that
+ * store's release clock, joined with its own if it is a release.
+ */
+static void record_rmw(location *l, uint64_t value, int order)
+{
+	int t = M.current;
+	vclock carried = latest(l)->rel;
+	read_from(l, t, l->next - 1, is_acquire(order));
+	record_store(l, t, value, is_release(order), &carried);
+}
+
+void sb_model_rmw(sb_model_site *site, int op, void *addr, size_t size, const void *operand,
+		  void *old, int order)
+{
+	site_use(site, op, &order, NULL);
+	rmws_seen++;
+	point();
+	location *l = tracked() ? locate(addr, size) : NULL;
+	uint64_t was = mem_read(addr, size);
+	uint64_t arg = value_of(operand, size);
+	uint64_t now = arg;
+	switch (op) {
+	case SB_MODEL_FETCH_ADD: now = was + arg; break;
+	case SB_MODEL_FETCH_SUB: now = was - arg; break;
+	case SB_MODEL_FETCH_OR: now = was | arg; break;
+	case SB_MODEL_FETCH_AND: now = was & arg; break;
+	}
+	if (l)
+		record_rmw(l, now, order);
+	mem_write(addr, size, now);
+	memcpy(old, &was, size);
+	trace_op(site, addr, was, "");
+}
+
+/*
+ * A CAS reads the latest store, whether it succeeds or fails (C11 lets a
+ * failed CAS read an older one; the model does not, nor does it fail a weak
+ * CAS spuriously).  A failure is a load with the failure order.
+ */
+bool sb_model_cas(sb_model_site *site, void *addr, size_t size, void *expected,
+		  const void *desired, bool weak, int success, int failure)
+{
+	(void)weak;
+	site_use(site, SB_MODEL_CAS, &success, &failure);
+	rmws_seen++;
+	point();
+	location *l = tracked() ? locate(addr, size) : NULL;
+	uint64_t was = mem_read(addr, size);
+	bool ok = was == value_of(expected, size);
+	if (ok) {
+		uint64_t now = value_of(desired, size);
+		if (l)
+			record_rmw(l, now, success);
+		mem_write(addr, size, now);
+	} else {
+		if (l)
+			read_from(l, M.current, l->next - 1, is_acquire(failure));
+		memcpy(expected, &was, size);
+	}
+	trace_op(site, addr, was, ok ? " (cas succeeded)" : " (cas failed)");
+	return ok;
+}
+
+/*
+ * An acquire fence makes the thread synchronise with the release clocks its
+ * relaxed reads met; a release fence is carried by its later relaxed stores.
+ * No scheduling point: a fence touches no location.
+ */
+void sb_model_fence(sb_model_site *site, int order)
+{
+	site_use(site, SB_MODEL_FENCE, &order, NULL);
+	if (!tracked())
+		return;
+	int t = M.current;
+	if (is_acquire(order))
+		join(&M.clock[t], &M.acquire_pending[t]);
+	if (is_release(order))
+		M.release_fence[t] = M.clock[t];
+}
+
+/* ------------------------------------------------------------- plain data */
+
+static plain *plain_entry(const void *addr, bool add)
+{
+	for (int i = 0; i < M.nplain; i++)
+		if (M.plain[i].addr == addr)
+			return &M.plain[i];
+	if (!add)
+		return NULL;
+	if (M.nplain == MAX_PLAIN)
+		sb_model_fail(__FILE__, __LINE__, "too many plain data addresses");
+	plain *p = &M.plain[M.nplain++];
+	p->addr = addr;
+	return p;
+}
+
+void sb_model_plain_write(const void *addr, const char *file, int line)
+{
+	if (!M.weak)
+		return;
+	plain *p = plain_entry(addr, true);
+	p->file = file;
+	p->line = line;
+	if (M.current < 0) {
+		p->thread = SETUP;
+		p->stamp = 0;
+		return;
+	}
+	p->thread = M.current;
+	p->stamp = ++M.clock[M.current].c[M.current];
+}
+
+void sb_model_plain_read(const void *addr, const char *file, int line)
+{
+	if (!tracked())
+		return;
+	const plain *p = plain_entry(addr, false);
+	if (!p || happens_before(p->thread, p->stamp, M.current))
+		return;
+	char what[256];
+	snprintf(what, sizeof what,
+		 "data race: thread %d reads %p, written by thread %d at %s:%d, which does not "
+		 "happen-before the read",
+		 M.current, addr, p->thread, base_name(p->file), p->line);
+	sb_model_fail(file, line, what);
+}
+
+/* ------------------------------------------------------------- executions */
+
 static void trampoline(int t)
 {
 	M.scenario->thread[t](M.user);
@@ -178,6 +796,15 @@ static void run_once(void)
 	memset(M.user, 0, sizeof(M.user));
 	memset(M.done, 0, sizeof(M.done));
 	memset(M.wait_word, 0, sizeof(M.wait_word));
+	memset(M.optional, 0, sizeof(M.optional));
+	memset(M.gave_up, 0, sizeof(M.gave_up));
+	memset(M.clock, 0, sizeof(M.clock));
+	memset(M.acquire_pending, 0, sizeof(M.acquire_pending));
+	memset(M.release_fence, 0, sizeof(M.release_fence));
+	M.nlocations = 0;
+	M.nplain = 0;
+	M.nsignals = 0;
+	M.stale_reads = 0;
 	M.depth = 0;
 	M.preemptions = 0;
 	M.steps = 0;
@@ -197,36 +824,93 @@ static void run_once(void)
 		int next = decide(last, false);
 		if (next < 0)
 			break;
+		if (M.trace)
+			fprintf(stderr, "  -- run thread %d\n", next);
 		M.current = next;
 		swapcontext(&M.main_ctx, &M.ctx[next]);
 		last = M.current;
 		M.current = -1;
 	}
+	M.current = -1;
 	if (s->check)
 		s->check(M.user);
 }
 
-static void begin(const sb_model_scenario *s)
+/*
+ * SB_MODEL_SCENARIO (a part of the name) and SB_MODEL_MEMORY (sc, weak)
+ * select what runs; SB_MODEL_REPLAY (choice indices) runs one schedule,
+ * traced (as SB_MODEL_TRACE=1 traces every run).
+ */
+static bool begin(const sb_model_scenario *s, bool weak)
 {
-	if (s->ctx_size > CTX_MAX || s->threads > SB_MODEL_MAX_THREADS)
+	if (s->ctx_size > CTX_MAX || s->threads > NT)
 		sb_model_fail(__FILE__, __LINE__, "scenario too large");
+	const char *only = getenv("SB_MODEL_SCENARIO");
+	const char *memory = getenv("SB_MODEL_MEMORY");
+	if (only && *only && !strstr(s->name, only))
+		return false;
+	if (memory && *memory && strcmp(memory, weak ? "weak" : "sc") != 0)
+		return false;
 	M.scenario = s;
+	M.weak = weak;
 	M.execution = 0;
 	M.prefix = 0;
+	M.failing = false;
+	const char *trace = getenv("SB_MODEL_TRACE");
+	M.trace = trace && *trace && *trace != '0';
+	const char *replay = getenv("SB_MODEL_REPLAY");
+	M.replaying = replay != NULL;
+	if (replay) {
+		char *end;
+		for (long c; M.prefix < MAX_CHOICES; M.prefix++, replay = end) {
+			c = strtol(replay, &end, 10);
+			if (end == replay)
+				break;
+			M.choice[M.prefix] = (unsigned char)c;
+		}
+		M.trace = true;
+		fprintf(stderr, "replaying '%s' (%s), %d choices given\n", s->name,
+			weak ? "weak" : "sc", M.prefix);
+	}
+	return true;
 }
 
-sb_model_result sb_model_explore(const sb_model_scenario *s, int preemptions, long limit)
+static void account(sb_model_result *r)
 {
-	sb_model_result r = { 0, 0, false };
-	begin(s);
+	M.execution++;
+	r->executions++;
+	if (M.depth > r->max_choices)
+		r->max_choices = M.depth;
+	if (M.stale_reads)
+		r->stale++;
+}
+
+static sb_model_result explore(const sb_model_scenario *s, bool weak, int preemptions,
+			       int stale_reads, long limit)
+{
+	sb_model_result r = { 0 };
+	if (!begin(s, weak)) {
+		r.filtered = true;
+		return r;
+	}
 	M.random = false;
 	M.bound = preemptions;
+	M.stale_bound = stale_reads;
 	for (;;) {
-		run_once();
-		M.execution++;
-		r.executions++;
-		if (M.depth > r.max_choices)
-			r.max_choices = M.depth;
+		M.caught = false;
+		getcontext(&M.caught_ctx); /* returns again from sb_model_fail when catching */
+		if (!M.caught)
+			run_once();
+		account(&r);
+		if (M.caught) {
+			r.failed = true;
+			r.failure = M.failure;
+			break;
+		}
+		if (M.replaying) {
+			r.filtered = true;
+			break;
+		}
 		int d = M.depth - 1;
 		while (d >= 0 && M.choice[d] + 1 >= M.options[d])
 			d--;
@@ -243,19 +927,46 @@ sb_model_result sb_model_explore(const sb_model_scenario *s, int preemptions, lo
 	return r;
 }
 
-sb_model_result sb_model_random(const sb_model_scenario *s, unsigned seed, long runs)
+sb_model_result sb_model_explore(const sb_model_scenario *s, int preemptions, long limit)
 {
-	sb_model_result r = { 0, 0, false };
-	begin(s);
+	return explore(s, false, preemptions, 0, limit);
+}
+
+sb_model_result sb_model_explore_weak(const sb_model_scenario *s, int preemptions,
+				      int stale_reads, long limit)
+{
+	return explore(s, true, preemptions, stale_reads, limit);
+}
+
+static sb_model_result random_runs(const sb_model_scenario *s, bool weak, unsigned seed,
+				   long runs, int stale_reads)
+{
+	sb_model_result r = { 0 };
+	if (!begin(s, weak) || M.replaying) {
+		r.filtered = true;
+		M.scenario = NULL;
+		return r;
+	}
 	M.random = true;
+	M.stale_bound = stale_reads;
 	for (long i = 0; i < runs; i++) {
 		M.seed = M.run_seed = seed + (unsigned)i;
 		run_once();
-		M.execution++;
-		r.executions++;
-		if (M.depth > r.max_choices)
-			r.max_choices = M.depth;
+		account(&r);
 	}
+	r.complete = true;
+	M.random = false;
 	M.scenario = NULL;
 	return r;
+}
+
+sb_model_result sb_model_random(const sb_model_scenario *s, unsigned seed, long runs)
+{
+	return random_runs(s, false, seed, runs, 0);
+}
+
+sb_model_result sb_model_random_weak(const sb_model_scenario *s, unsigned seed, long runs,
+				     int stale_reads)
+{
+	return random_runs(s, true, seed, runs, stale_reads);
 }

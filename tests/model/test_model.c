@@ -2,8 +2,13 @@
 /*
  * Systematic interleaving tests: the races that matter, each explored over
  * every schedule with up to four preemptions (sched.c), then over random
- * schedules.  Each scenario checks conservation (permits, notifications, the
- * mutex) and that every registered waiter was woken or is rightly waiting.
+ * schedules, under sequential consistency; then again under the weak
+ * (release/acquire) memory model with fewer preemptions and a few stale
+ * reads (README.md in this folder).  Each scenario checks conservation
+ * (permits, notifications, the mutex) and that every registered waiter was
+ * woken or is rightly waiting; under the weak model also that what a
+ * releasing thread wrote before its release (a "payload") and a waker's
+ * clone happen-before whoever the release lets through or runs the waker.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,16 +16,54 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
 #include <syncband/syncband.h>
 
 #include "clock.h"
-#include "counting_waker.h"
 #include "sched.h"
 
-enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261130 };
+/* Under the weak model: a clone happens-before every use of that clone. */
+#define COUNTING_WAKER_CLONED(c) MODEL_PLAIN_WRITE(c)
+#define COUNTING_WAKER_USED(c) MODEL_PLAIN_READ(c)
+#define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
+#include "counting_waker.h"
+
+enum { PREEMPTIONS = 4, LIMIT = 10000000, RANDOM_RUNS = 3000, SEED = 20261130 };
+/* The weak model: fewer preemptions, each load may read an older store. */
+enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
+
+/* A bound, or what the environment says instead (README.md: exploring further). */
+static int bound(const char *name, int fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : fallback;
+}
+
+/* What a releasing thread writes before it releases, for the one it lets through. */
+static void publish(int *payload)
+{
+	*payload = 1;
+	MODEL_PLAIN_WRITE(payload);
+}
+
+/* After the operation that the publisher's release let complete. */
+static void consume(const int *payload)
+{
+	MODEL_PLAIN_READ(payload);
+	MODEL_CHECK(*payload == 1);
+}
+
+/*
+ * Waits (in a logical thread) until `w` is woken; false if that never comes.
+ * The wake happens-before what follows, as with an executor.
+ */
+static bool await_wake(counting_waker *w)
+{
+	return sb_model_await_change(&w->wakes, 0);
+}
 
 static int poll_sem(sb_semaphore_acquire *f, counting_waker *c)
 {
@@ -59,6 +102,8 @@ typedef struct sem_ctx {
 	sb_semaphore_acquire f[3];
 	counting_waker w[3];
 	int r[3];
+	int payload;
+	int payload2; /* a second releaser's */
 } sem_ctx;
 
 static void sem_setup_empty(void *p)
@@ -76,16 +121,24 @@ static void expect_woken_and_ready(sb_semaphore_acquire *f, counting_waker *w)
 	MODEL_CHECK(poll_sem(f, w) == 0);
 }
 
-/* release(1) racing the first registration of acquire(1). */
+/*
+ * release(1) racing the first registration of acquire(1); the acquirer
+ * re-polls once woken, and reads what the releaser wrote once it has the permit.
+ */
 static void sem1_t0(void *p)
 {
 	sem_ctx *c = p;
 	sb_semaphore_acquire_init(&c->f[0], &c->sem, 1);
 	c->r[0] = poll_sem(&c->f[0], &c->w[0]);
+	if (c->r[0] == SB_PENDING && await_wake(&c->w[0]) && poll_sem(&c->f[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else if (c->r[0] == 0)
+		consume(&c->payload);
 }
 static void sem1_t1(void *p)
 {
 	sem_ctx *c = p;
+	publish(&c->payload);
 	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
 }
 static void sem1_check(void *p)
@@ -122,6 +175,7 @@ static void sem2_t0(void *p)
 static void sem2_t1(void *p)
 {
 	sem_ctx *c = p;
+	publish(&c->payload);
 	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
 }
 static void sem2_t2(void *p)
@@ -239,6 +293,8 @@ static void sem7_t0(void *p)
 {
 	sem_ctx *c = p;
 	c->r[0] = poll_sem(&c->f[0], &c->w[2]);
+	if (c->r[0] == 0) /* the permit of the release in sem2_t1 */
+		consume(&c->payload);
 }
 static void sem7_t1(void *p)
 {
@@ -284,6 +340,63 @@ static void sem8_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/* release racing try_acquire: the permit comes with what the releaser wrote. */
+static void sem9_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1);
+	if (c->r[1] == 0)
+		consume(&c->payload);
+}
+static void sem9_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == (c->r[1] == 0 ? 0 : 1));
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
+ * A blocking acquire racing release: the parker (src/park.c) under the
+ * model, its futex sleeps blocking the logical thread.
+ */
+static void sem10_t0(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_acquire_blocking(&c->sem, 1, SB_TIMEOUT_INFINITE) == 0);
+	consume(&c->payload);
+}
+static void sem10_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* Two releases racing a try_acquire of both permits: the inline CAS of one
+ * release fails on the other's, and its slow path adds the permit. */
+static void sem11_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->payload2 = 1;
+	MODEL_PLAIN_WRITE(&c->payload2);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+}
+static void sem11_t2(void *p)
+{
+	sem_ctx *c = p;
+	c->r[2] = sb_semaphore_try_acquire(&c->sem, 2);
+	if (c->r[2] == 0) { /* both permits: both releases came before */
+		consume(&c->payload);
+		MODEL_PLAIN_READ(&c->payload2);
+	}
+}
+static void sem11_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == (c->r[2] == 0 ? 0 : 2));
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
 /* -------------------------------------------------------------------- mutex */
 
 typedef struct mutex_ctx {
@@ -291,6 +404,7 @@ typedef struct mutex_ctx {
 	sb_mutex_lock f[2];
 	counting_waker w[2];
 	int r[2];
+	int payload;
 } mutex_ctx;
 
 static void mutex_setup_locked_in(void *p, bool fifo)
@@ -315,16 +429,24 @@ static void mutex_setup_locked_fifo(void *p)
 	mutex_setup_locked_in(p, true);
 }
 
-/* unlock's "no waiters" fast path racing the first waiter. */
+/*
+ * unlock's "no waiters" fast path racing the first waiter, which re-polls
+ * once woken; the new holder reads what the last one wrote.
+ */
 static void mtx1_t0(void *p)
 {
 	mutex_ctx *c = p;
 	sb_mutex_lock_init(&c->f[0], &c->m);
 	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+	if (c->r[0] == SB_PENDING && await_wake(&c->w[0]) && poll_lock(&c->f[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else if (c->r[0] == 0)
+		consume(&c->payload);
 }
 static void mtx1_t1(void *p)
 {
 	mutex_ctx *c = p;
+	publish(&c->payload);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 }
 static void mtx1_check(void *p)
@@ -502,6 +624,61 @@ static void mtx3_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
 }
 
+/*
+ * unlock racing a first waiter (lone) and a second (which moves the first
+ * into the queue): the unlocker wakes a waker that another thread cloned.
+ */
+static void mtx8_t2(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_init(&c->f[1], &c->m);
+	c->r[1] = poll_lock(&c->f[1], &c->w[1]);
+	if (c->r[1] == 0)
+		consume(&c->payload);
+}
+static void mtx8_check(void *p)
+{
+	mutex_ctx *c = p;
+	/* One unlock: at most one wake.  FIFO hands the mutex to the woken
+	 * waiter; a fair unlock leaves it free for whoever polls first, which
+	 * may be the other (a barger), so the woken one may lose and re-arm. */
+	int holders = 0;
+	for (int i = 0; i < 2; i++)
+		holders += c->r[i] == 0;
+	for (int i = 0; i < 2; i++) {
+		MODEL_CHECK(atomic_load(&c->w[i].wakes) <= 1);
+		if (c->r[i] != 0 && atomic_load(&c->w[i].wakes) == 1 && !holders &&
+		    poll_lock(&c->f[i], &c->w[i]) == 0)
+			holders++;
+	}
+	for (int i = 0; i < 2; i++)
+		if (poll_lock(&c->f[i], &c->w[i]) != 0)
+			sb_mutex_lock_cancel(&c->f[i]);
+	MODEL_CHECK(holders == 1);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* unlock racing a lone waiter's cancel and a try_lock: the unlock's inline
+ * CAS fails on the lone form, its slow path may find the waiter withdrawn. */
+static void mtx9_t2(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[1] = sb_mutex_try_lock(&c->m);
+	if (c->r[1] == 0) /* unlocked by mtx1_t1 (or passed on by the cancel) */
+		consume(&c->payload);
+}
+static void mtx9_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[1] == 0)
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
 /* ------------------------------------------------------------------ condvar */
 
 typedef struct cv_ctx {
@@ -510,6 +687,8 @@ typedef struct cv_ctx {
 	sb_condvar_wait f[2];
 	counting_waker w[2];
 	int notified;
+	bool repolled_pending; /* woken, re-polled, and waiting for the mutex */
+	int payload;
 } cv_ctx;
 
 static void cv_setup_two_waits(void *p)
@@ -562,6 +741,14 @@ static void cv2_t0(void *p)
 {
 	cv_ctx *c = p;
 	MODEL_CHECK(poll_cv(&c->f[0], &c->w[0]) == SB_PENDING);
+	/* Notified: re-polled, it holds the mutex and sees the notifier's writes,
+	 * or waits for the notifier's unlock to hand it over. */
+	if (!await_wake(&c->w[0]))
+		return;
+	if (poll_cv(&c->f[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else
+		c->repolled_pending = true;
 }
 static void cv2_t1(void *p)
 {
@@ -569,6 +756,7 @@ static void cv2_t1(void *p)
 	if (sb_mutex_try_lock(&c->m) != 0)
 		return; /* the waiter still holds it: nothing to notify about */
 	c->notified = 1;
+	publish(&c->payload);
 	sb_condvar_notify_one(&c->cv);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 }
@@ -576,7 +764,7 @@ static void cv2_check(void *p)
 {
 	cv_ctx *c = p;
 	if (c->notified) { /* notified under the mutex after the wait gave it up */
-		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1 + c->repolled_pending);
 		MODEL_CHECK(poll_cv(&c->f[0], &c->w[0]) == 0);
 		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	} else {
@@ -595,9 +783,12 @@ typedef struct event_ctx {
 	sb_auto_event a;
 	sb_event_wait f[2];
 	sb_auto_event_wait g[2];
-	counting_waker w[2];
+	counting_waker w[3];
 	int r1;
 	int r2;
+	int payload;
+	int payload2;  /* a second setter's */
+	bool done[2];  /* plain: setter i has returned (the real-time order) */
 } event_ctx;
 
 /* set racing reset and a new wait's first poll. */
@@ -614,6 +805,7 @@ static void ev1_setup(void *p)
 static void ev1_t0(void *p)
 {
 	event_ctx *c = p;
+	publish(&c->payload);
 	sb_event_set(&c->e);
 }
 static void ev1_t1(void *p)
@@ -625,6 +817,8 @@ static void ev1_t2(void *p)
 {
 	event_ctx *c = p;
 	c->r1 = poll_event(&c->f[1], &c->w[1]);
+	if (c->r1 == 0) /* only set() sets it */
+		consume(&c->payload);
 }
 static void ev1_check(void *p)
 {
@@ -647,6 +841,170 @@ static void ev1_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
+/* set of an idle event (its lock-free path) racing is_set and try_wait. */
+static void ev2_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_event_init(&c->e, false);
+}
+static void ev2_t0(void *p)
+{
+	event_ctx *c = p;
+	publish(&c->payload);
+	sb_event_set(&c->e);
+}
+static void ev2_t1(void *p)
+{
+	event_ctx *c = p;
+	if (sb_event_is_set(&c->e))
+		consume(&c->payload);
+}
+static void ev2_t2(void *p)
+{
+	event_ctx *c = p;
+	if (sb_event_try_wait(&c->e) == 0)
+		consume(&c->payload);
+}
+static void ev2_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(sb_event_is_set(&c->e));
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+}
+
+/*
+ * set() with a wait queued takes its slow path, which sets EV_SET when it
+ * takes the queue lock (issue 10: that CAS was acquire-only).  A lock-free
+ * reader (is_set, or a new wait's first poll) that sees the bit must also
+ * see what the setter wrote before set().
+ */
+static void ev3_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_event_init(&c->e, false);
+	for (int i = 0; i < 2; i++)
+		counting_waker_init(&c->w[i]);
+	sb_event_wait_init(&c->f[0], &c->e);
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == SB_PENDING);
+	sb_event_wait_init(&c->f[1], &c->e);
+}
+static void ev3_t2(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_event(&c->f[1], &c->w[1]);
+	if (c->r1 == 0) {
+		consume(&c->payload);
+		return;
+	}
+	/* Polled again before any wake (a poll the executor makes for another
+	 * reason): it owes what it sees to set()'s release alone. */
+	if (poll_event(&c->f[1], &c->w[1]) == 0)
+		consume(&c->payload);
+	else if (await_wake(&c->w[1]) && poll_event(&c->f[1], &c->w[1]) == 0)
+		consume(&c->payload);
+}
+static void ev3_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
+	/* no reset: a second wait completes at once or is released by the set */
+	if (c->r1 == SB_PENDING)
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_event(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_event_is_set(&c->e));
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/* set of an idle event racing a first poll (its CAS may fail on EV_SET). */
+static void ev4_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_event_init(&c->e, false);
+	counting_waker_init(&c->w[0]);
+	sb_event_wait_init(&c->f[0], &c->e);
+}
+static void ev4_t1(void *p)
+{
+	event_ctx *c = p;
+	c->r1 = poll_event(&c->f[0], &c->w[0]);
+	if (c->r1 == SB_PENDING && await_wake(&c->w[0]) && poll_event(&c->f[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else if (c->r1 == 0)
+		consume(&c->payload);
+}
+static void ev4_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == (c->r1 == SB_PENDING));
+	MODEL_CHECK(poll_event(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+}
+
+/*
+ * set racing a reset followed by is_set in another thread: after its own
+ * reset, is_set sees SET only from a later set, whose writes it must see
+ * (the reset may also send set() to its slow path).
+ */
+static void ev5_t1(void *p)
+{
+	event_ctx *c = p;
+	sb_event_reset(&c->e);
+	c->r1 = sb_event_is_set(&c->e);
+	if (c->r1)
+		consume(&c->payload);
+}
+static void ev5_check(void *p)
+{
+	event_ctx *c = p;
+	MODEL_CHECK(sb_event_destroy(&c->e) == 0);
+}
+
+/*
+ * Two auto-reset sets racing a try_wait.  A set that had returned before the
+ * try_wait began is in the release sequence its CAS reads from.
+ */
+static void ae4_set(event_ctx *c, int i, int *payload)
+{
+	*payload = 1;
+	MODEL_PLAIN_WRITE(payload);
+	sb_auto_event_set(&c->a);
+	c->done[i] = true;
+}
+static void ae4_t0(void *p)
+{
+	event_ctx *c = p;
+	ae4_set(c, 0, &c->payload);
+}
+static void ae4_t1(void *p)
+{
+	event_ctx *c = p;
+	ae4_set(c, 1, &c->payload2);
+}
+static void ae4_t2(void *p)
+{
+	event_ctx *c = p;
+	bool before[2] = { c->done[0], c->done[1] };
+	c->r2 = sb_auto_event_try_wait(&c->a);
+	if (c->r2 != 0)
+		return;
+	if (before[0])
+		MODEL_PLAIN_READ(&c->payload);
+	if (before[1])
+		MODEL_PLAIN_READ(&c->payload2);
+}
+static void ae4_check(void *p)
+{
+	event_ctx *c = p;
+	/* One signal stored, or two if the try_wait came between the sets. */
+	int taken = (c->r2 == 0) + (sb_auto_event_try_wait(&c->a) == 0);
+	MODEL_CHECK(taken >= 1 && taken <= 2);
+	MODEL_CHECK(sb_auto_event_try_wait(&c->a) == -EAGAIN);
+	MODEL_CHECK(sb_auto_event_destroy(&c->a) == 0);
+}
+
 /* auto-reset set racing the cancel of the wait it hands the signal to. */
 static void ae1_setup(void *p)
 {
@@ -661,6 +1019,7 @@ static void ae1_setup(void *p)
 static void ae1_t0(void *p)
 {
 	event_ctx *c = p;
+	publish(&c->payload);
 	sb_auto_event_set(&c->a);
 }
 static void ae1_t1(void *p)
@@ -710,11 +1069,17 @@ static void ae2_t1(void *p)
 {
 	event_ctx *c = p;
 	c->r1 = poll_auto(&c->g[0], &c->w[0]);
+	if (c->r1 == SB_PENDING && await_wake(&c->w[0]) && poll_auto(&c->g[0], &c->w[0]) == 0)
+		consume(&c->payload);
+	else if (c->r1 == 0)
+		consume(&c->payload);
 }
 static void ae2_t2(void *p)
 {
 	event_ctx *c = p;
 	c->r2 = sb_auto_event_try_wait(&c->a);
+	if (c->r2 == 0)
+		consume(&c->payload);
 }
 static void ae2_check(void *p)
 {
@@ -1026,6 +1391,12 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(sem_ctx), sem6_setup, { sem7_t0, sem7_t1, sem2_t1 }, sem7_check },
 	{ "semaphore: cancel of a lone waiter holding a permit racing close", 2,
 	  sizeof(sem_ctx), sem8_setup, { sem2_t0, sem4_t0 }, sem8_check },
+	{ "semaphore: blocking acquire racing release", 2, sizeof(sem_ctx), sem_setup_empty,
+	  { sem10_t0, sem2_t1 }, sem10_check },
+	{ "semaphore: release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty,
+	  { sem2_t1, sem9_t1 }, sem9_check },
+	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
+	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check },
 	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
 	  { mtx1_t0, mtx1_t1 }, mtx1_check },
 	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,
@@ -1046,16 +1417,32 @@ static const sb_model_scenario scenarios[] = {
 	  mtx5_setup, { mtx6_t0, mtx_barger }, mtx6_check },
 	{ "fair mutex: the switch to handoff racing a barger", 2, sizeof(mutex_ctx), mtx7_setup,
 	  { mtx1_t1, mtx_barger }, mtx7_check },
+	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
+	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
+	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
+	  mutex_setup_locked, { mtx1_t0, mtx1_t1, mtx8_t2 }, mtx8_check },
+	{ "fifo mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
+	  mutex_setup_locked_fifo, { mtx1_t0, mtx1_t1, mtx8_t2 }, mtx8_check },
 	{ "condvar: notify_one racing cancel", 2, sizeof(cv_ctx), cv_setup_two_waits,
 	  { cv1_t0, cv1_t1 }, cv1_check },
 	{ "condvar: wait giving up the mutex racing a notifier", 2, sizeof(cv_ctx), cv2_setup,
 	  { cv2_t0, cv2_t1 }, cv2_check },
 	{ "event: set racing reset and a new wait", 3, sizeof(event_ctx), ev1_setup,
 	  { ev1_t0, ev1_t1, ev1_t2 }, ev1_check },
+	{ "event: set of an idle event racing is_set and try_wait", 3, sizeof(event_ctx),
+	  ev2_setup, { ev2_t0, ev2_t1, ev2_t2 }, ev2_check },
+	{ "event: set of an idle event racing a first poll", 2, sizeof(event_ctx), ev4_setup,
+	  { ev2_t0, ev4_t1 }, ev4_check },
+	{ "event: set racing a reset and is_set", 2, sizeof(event_ctx), ev2_setup,
+	  { ev2_t0, ev5_t1 }, ev5_check },
+	{ "event: set with a wait queued racing is_set and a first poll", 3,
+	  sizeof(event_ctx), ev3_setup, { ev2_t0, ev2_t1, ev3_t2 }, ev3_check },
 	{ "auto event: set racing cancel of the chosen wait", 2, sizeof(event_ctx), ae1_setup,
 	  { ae1_t0, ae1_t1 }, ae1_check },
 	{ "auto event: set racing a first poll and try_wait", 3, sizeof(event_ctx), ae2_setup,
 	  { ae1_t0, ae2_t1, ae2_t2 }, ae2_check },
+	{ "auto event: two sets racing try_wait", 3, sizeof(event_ctx), ae2_setup,
+	  { ae4_t0, ae4_t1, ae4_t2 }, ae4_check },
 	{ "auto event: set racing cancel of a lone wait", 2, sizeof(event_ctx), ae3_setup,
 	  { ae1_t0, ae1_t1 }, ae3_check },
 	{ "event: set past a batch racing cancel and reset; a wake polls a later wait", 3,
@@ -1073,19 +1460,76 @@ static const sb_model_scenario scenarios[] = {
 	  rc_auto_setup, { rc_auto_t0, ae1_t0 }, rc_auto_check },
 };
 
-static void every_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Explores every scenario in `set`: under sequential consistency when
+ * stale_reads < 0, else under the weak model.  Prints the schedule counts.
+ */
+static void explore_all(const sb_model_scenario *set, size_t n, int preemptions,
+			int stale_reads)
 {
-	(void)state;
 	long total = 0;
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_explore(&scenarios[i], PREEMPTIONS, LIMIT);
-		printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n", scenarios[i].name,
-		       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
+	int ran = 0;
+	for (size_t i = 0; i < n; i++) {
+		sb_model_result r =
+			stale_reads < 0
+				? sb_model_explore(&set[i], preemptions, LIMIT)
+				: sb_model_explore_weak(&set[i], preemptions, stale_reads, LIMIT);
+		if (r.filtered) /* SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay */
+			continue;
+		if (stale_reads < 0)
+			printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n",
+			       set[i].name, r.executions, r.max_choices,
+			       r.complete ? "" : " [limit reached]");
+		else
+			printf("weak: %-71s %8ld schedules, %7ld read a stale value%s\n",
+			       set[i].name, r.executions, r.stale,
+			       r.complete ? "" : " [limit reached]");
 		assert_true(r.complete);
 		assert_true(r.executions > 1);
 		total += r.executions;
+		ran++;
 	}
-	printf("explored %ld schedules in all\n", total);
+	if (ran)
+		printf("%s %ld schedules in all\n", stale_reads < 0 ? "explored" : "weak:", total);
+}
+
+static int weak_preemptions(void)
+{
+	return bound("SB_MODEL_PREEMPTIONS", WEAK_PREEMPTIONS);
+}
+
+static int stale_reads(void)
+{
+	return bound("SB_MODEL_STALE_READS", STALE_READS);
+}
+
+static void every_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+{
+	(void)state;
+	explore_all(scenarios, COUNT(scenarios), PREEMPTIONS, -1);
+}
+
+static void every_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	printf("weak model: %d preemptions, %d stale reads per schedule\n", weak_preemptions(),
+	       stale_reads());
+	explore_all(scenarios, COUNT(scenarios), weak_preemptions(), stale_reads());
+}
+
+static void every_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < COUNT(scenarios); i++) {
+		sb_model_result r = sb_model_random_weak(&scenarios[i], SEED, RANDOM_RUNS,
+							 WEAK_RANDOM_STALE_READS);
+		if (!r.filtered)
+			assert_int_equal(r.executions, RANDOM_RUNS);
+	}
+	printf("random, weak: %d schedules per scenario from seed %d, %d stale reads each\n",
+	       RANDOM_RUNS, SEED, WEAK_RANDOM_STALE_READS);
 }
 
 /*
@@ -1186,20 +1630,28 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 static void every_scenario_holds_over_random_schedules(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+	for (size_t i = 0; i < COUNT(scenarios); i++) {
 		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
-		assert_int_equal(r.executions, RANDOM_RUNS);
+		if (!r.filtered)
+			assert_int_equal(r.executions, RANDOM_RUNS);
 	}
 	printf("random: %d schedules per scenario from seed %d\n", RANDOM_RUNS, SEED);
 }
 
-int main(void)
+/* test_model [RUN-PATTERN [SKIP-PATTERN]]: cmocka's test name filters. */
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	if (argc > 2)
+		cmocka_set_skip_filter(argv[2]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_scenario_holds_over_all_schedules_with_four_preemptions),
 		cmocka_unit_test(every_scenario_holds_over_random_schedules),
 		cmocka_unit_test(uncontended_paths_cost_one_read_modify_write_and_take_no_lock),
 		cmocka_unit_test(a_handoff_costs_one_or_two_read_modify_writes_on_each_side),
+		cmocka_unit_test(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

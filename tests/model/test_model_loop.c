@@ -6,7 +6,9 @@
  * each check then plays the loop: while a ring is unanswered it runs the
  * ready tasks again.  So a lost wake (a push that neither rang nor was seen)
  * leaves a task unpolled and fails the check, and so does a missing or
- * double release.
+ * double release.  Under the weak model, what a thread writes before it
+ * wakes or spawns a task (its payload) must happen-before the task's poll
+ * on the loop's thread.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,8 @@
 #include "sched.h"
 
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261130 };
+/* The weak model (README.md in this folder), with test_model's bounds. */
+enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 typedef struct mtask {
 	sb_loop_task task;
@@ -30,6 +34,9 @@ typedef struct mtask {
 	int finish_at;     /* finish once `seen` reaches it (0: never by itself) */
 	int released;
 	sb_waker kept[2];  /* clones handed to the racing threads */
+	bool published;    /* one thread wrote `payload` before waking or spawning it */
+	int payload;
+	int touched[3];    /* by each thread before it gives up its reference */
 } mtask;
 
 typedef struct loop_ctx {
@@ -52,19 +59,40 @@ static void model_ring(void *ctx)
 	((loop_ctx *)ctx)->rings++;
 }
 
+/* Before the one wake or spawn of `m` by this thread. */
+static void publish(mtask *m)
+{
+	m->payload = 1;
+	MODEL_PLAIN_WRITE(&m->payload);
+	m->published = true;
+}
+
 static int mtask_poll(sb_loop_task *lt, const sb_waker *w)
 {
 	(void)w;
 	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
 	loop_ctx *c = cur;
 	m->polls++;
+	if (m->published) /* polled after that wake or spawn, so ordered after it */
+		MODEL_PLAIN_READ(&m->payload);
 	m->seen = atomic_load(&c->posted);
 	return m->finish_at && m->seen >= m->finish_at ? 0 : SB_PENDING;
 }
 
+/* What thread `t` does to the task before its wake or drop of a clone. */
+static void touch(mtask *m, int t)
+{
+	m->touched[t] = 1;
+	MODEL_PLAIN_WRITE(&m->touched[t]);
+}
+
+/* The release function comes after every reference holder's touches. */
 static void mtask_release(sb_loop_task *lt)
 {
-	SB_CONTAINER_OF(lt, mtask, task)->released++;
+	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
+	for (int t = 0; t < 3; t++)
+		MODEL_PLAIN_READ(&m->touched[t]);
+	m->released++;
 }
 
 /* Answers every ring, as the loop's doorbell callback would. */
@@ -98,7 +126,9 @@ static void wake_setup(void *p)
 static void wake_t0(void *p)
 {
 	loop_ctx *c = p;
+	publish(&c->t);
 	atomic_store(&c->posted, 1);
+	touch(&c->t, 0);
 	sb_waker_wake(c->t.kept[0]);
 }
 static void loop_t1(void *p)
@@ -127,12 +157,14 @@ static void two_t0(void *p)
 	loop_ctx *c = p;
 	atomic_fetch_add(&c->posted, 1);
 	sb_waker_wake_by_ref(&c->t.kept[0]);
+	touch(&c->t, 0); /* after the wake: ordered before release by the drop alone */
 	sb_waker_drop(c->t.kept[0]);
 }
 static void two_t2(void *p)
 {
 	loop_ctx *c = p;
 	atomic_fetch_add(&c->posted, 1);
+	touch(&c->t, 2);
 	sb_waker_wake(c->t.kept[1]);
 }
 static void two_check(void *p)
@@ -158,6 +190,7 @@ static void drop_setup(void *p)
 static void drop_t0(void *p)
 {
 	loop_ctx *c = p;
+	touch(&c->t, 0);
 	sb_waker_wake(c->t.kept[0]); /* late: finished, and the last reference */
 }
 static void drop_check(void *p)
@@ -181,13 +214,16 @@ static void spawn_setup(void *p)
 static void spawn_t0(void *p)
 {
 	loop_ctx *c = p;
+	publish(&c->u);
 	atomic_store(&c->posted, 1);
 	sb_loop_spawn(&c->loop, &c->u.task);
 }
 static void spawn_t2(void *p)
 {
 	loop_ctx *c = p;
+	publish(&c->t);
 	atomic_store(&c->posted, 1);
+	touch(&c->t, 2);
 	sb_waker_wake(c->t.kept[0]);
 }
 static void spawn_check(void *p)
@@ -207,6 +243,8 @@ static int acq_poll(sb_loop_task *lt, const sb_waker *w)
 	loop_ctx *c = cur;
 	c->t.polls++;
 	c->acq_result = sb_semaphore_acquire_poll(&c->acq, w);
+	if (c->acq_result == 0) /* the permit of sem_t0's release */
+		MODEL_PLAIN_READ(&c->t.payload);
 	return c->acq_result;
 }
 static void sem_setup(void *p)
@@ -223,6 +261,8 @@ static void sem_setup(void *p)
 static void sem_t0(void *p)
 {
 	loop_ctx *c = p;
+	c->t.payload = 1;
+	MODEL_PLAIN_WRITE(&c->t.payload);
 	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
 }
 static void sem_check(void *p)
@@ -249,32 +289,70 @@ static const sb_model_scenario scenarios[] = {
 	  { sem_t0, loop_t1 }, sem_check },
 };
 
-static void every_loop_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+/* Under sequential consistency when stale_reads < 0, else the weak model. */
+static void explore_all(int preemptions, int stale_reads)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_explore(&scenarios[i], PREEMPTIONS, LIMIT);
-		printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n", scenarios[i].name,
-		       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
+		sb_model_result r =
+			stale_reads < 0
+				? sb_model_explore(&scenarios[i], preemptions, LIMIT)
+				: sb_model_explore_weak(&scenarios[i], preemptions, stale_reads, LIMIT);
+		if (r.filtered) /* SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay */
+			continue;
+		printf("%s %-68s %8ld schedules (deepest %ld choices)%s\n",
+		       stale_reads < 0 ? "explored" : "weak:", scenarios[i].name, r.executions,
+		       r.max_choices, r.complete ? "" : " [limit reached]");
 		assert_true(r.complete);
 		assert_true(r.executions > 1);
 	}
 }
 
-static void every_loop_scenario_holds_over_random_schedules(void **state)
+static void random_all(int stale_reads)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
-		assert_int_equal(r.executions, RANDOM_RUNS);
+		sb_model_result r =
+			stale_reads < 0
+				? sb_model_random(&scenarios[i], SEED, RANDOM_RUNS)
+				: sb_model_random_weak(&scenarios[i], SEED, RANDOM_RUNS, stale_reads);
+		if (!r.filtered)
+			assert_int_equal(r.executions, RANDOM_RUNS);
 	}
 }
 
-int main(void)
+static void every_loop_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
+	(void)state;
+	explore_all(PREEMPTIONS, -1);
+}
+
+static void every_loop_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	random_all(-1);
+}
+
+static void every_loop_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	explore_all(WEAK_PREEMPTIONS, STALE_READS);
+}
+
+static void every_loop_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	random_all(WEAK_RANDOM_STALE_READS);
+}
+
+/* test_model_loop [RUN-PATTERN]: cmocka's test name filter. */
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_loop_scenario_holds_over_all_schedules_with_four_preemptions),
 		cmocka_unit_test(every_loop_scenario_holds_over_random_schedules),
+		cmocka_unit_test(every_loop_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_loop_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

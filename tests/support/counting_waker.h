@@ -7,6 +7,13 @@
  * and wake_by_ref() (with `hook_arg`): tests use them to re-enter the library
  * from a waker callback, which the waker contract allows for all four.
  *
+ * COUNTING_WAKER_CLONED(c), COUNTING_WAKER_USED(c) and COUNTING_WAKER_WOKEN(c),
+ * when the includer defines them, run in clone, in wake, wake_by_ref and
+ * drop, and in the wakes before counting: the model checker's weak mode
+ * (tests/model) uses them to check that a clone happens-before every use of
+ * it (a waker stored in a node is published with release and read with
+ * acquire), and to order a wake before the poll it causes.
+ *
  * `forward`, when set, is a waker (an executor task's) that every clone,
  * wake and drop is also passed on to, counted first: the executor tests
  * poll through one to see every clone the library makes of a task's waker.
@@ -19,6 +26,16 @@
 #include <stdlib.h>
 
 #include <syncband/future.h>
+
+#ifndef COUNTING_WAKER_CLONED
+#define COUNTING_WAKER_CLONED(c) ((void)(c))
+#endif
+#ifndef COUNTING_WAKER_USED
+#define COUNTING_WAKER_USED(c) ((void)(c))
+#endif
+#ifndef COUNTING_WAKER_WOKEN
+#define COUNTING_WAKER_WOKEN(c) ((void)(c))
+#endif
 
 typedef struct counting_waker {
 	atomic_int clones;
@@ -36,6 +53,8 @@ static sb_waker counting_clone(const void *data);
 static void counting_wake(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
+	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
 	atomic_fetch_add(&c->woken, 1);
 	if (c->on_wake)
@@ -48,6 +67,8 @@ static void counting_wake(const void *data)
 static void counting_wake_by_ref(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
+	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
 	if (c->on_wake)
 		c->on_wake(c->hook_arg);
@@ -57,6 +78,7 @@ static void counting_wake_by_ref(const void *data)
 static void counting_drop(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_USED(c);
 	atomic_fetch_add(&c->drops, 1);
 	sb_waker forward = c->forward;
 	atomic_fetch_sub(&c->live, 1);
@@ -69,6 +91,7 @@ static const sb_waker_vtable counting_vtable = {
 static sb_waker counting_clone(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
+	COUNTING_WAKER_CLONED(c);
 	if (c->forward.vtable) {
 		sb_waker f = sb_waker_clone(&c->forward);
 		if (!sb_waker_will_wake(&f, &c->forward))

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// bench/executor.cc - the executor and cross-thread rows of BENCHMARKS.md on
+// bench/executor.cc - the executor and cross-thread rows of bench/README.md on
 // syncband_uring, with real wakers.  Sizes follow smol's async-executor
 // benches, as bench/peers does; one round is one iteration of the table, so
 // executor/spawn-many-local reports ns per 25,000 spawns.

@@ -10,7 +10,7 @@
 //           [--threads N] [--permits K] [--once | --waits]
 //       one untimed warm-up batch (allocations are counted in it, and only
 //       in it), then B timed batches (default 1) of R rounds (default: the
-//       row's count from BENCHMARKS.md); prints, exactly like bench/peers,
+//       row's count from bench/README.md); prints, exactly like bench/peers,
 //         BATCH <scenario> <impl> <ns_per_round>            one per batch
 //         RESULT <scenario> <impl> <median_ns> allocs_per_round=<x>
 //       --once: exactly one batch of R rounds and no warm-up (it counts the

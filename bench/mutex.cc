@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// bench/mutex.cc - the mutex rows of BENCHMARKS.md, single thread, polled by
+// bench/mutex.cc - the mutex rows of bench/README.md, single thread, polled by
 // hand with the no-op waker, plus the pthread_mutex_t lock+unlock that the
 // uncontended target is measured against.  Every step checks its result.
 #include <errno.h>

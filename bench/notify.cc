@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// bench/notify.cc - the notify, event and condvar rows of BENCHMARKS.md,
+// bench/notify.cc - the notify, event and condvar rows of bench/README.md,
 // single thread, polled by hand with the no-op waker.  "notify" is
 // syncband's auto-reset event (Tokio's counterpart is Notify); the fan-out
 // row is the manual-reset event.  Every step checks its result.

@@ -7,7 +7,7 @@
 One row per scenario that has a target or a peer: syncband's median, Tokio's,
 the smol-stack peer's (async-lock, event-listener or async-executor), each
 peer's ratio to syncband, the instructions per round of the single-thread
-rows (callgrind; "instr"), and the BENCHMARKS.md targets with their
+rows (callgrind; "instr"), and the bench/README.md targets with their
 verdicts, all read from the JSON that `./x bench` publishes.
 """
 import json

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """bench/run.py - runs syncband's C benchmarks and the Rust peers interleaved
-and prints one table (BENCHMARKS.md's method).
+and prints one table (bench/README.md's method).
 
 It builds nothing: give it the directory of the C benchmark binaries
 (bench_* from bench/CMakeLists.txt) and the peers binary (bench/peers).
@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 
-# BENCHMARKS.md's order; scenarios not listed here follow in discovery order.
+# bench/README.md's order; scenarios not listed here follow in discovery order.
 SCENARIO_ORDER = [
     "semaphore/pending-handoff",
     "semaphore/reused-handoff",
@@ -98,7 +98,7 @@ SCENARIO_ORDER = [
     "notify/fan-out-500",
 ]
 
-# The primitive scenarios: BENCHMARKS.md wants 0 allocations per round on
+# The primitive scenarios: bench/README.md wants 0 allocations per round on
 # syncband for every one of them, fresh or reused.
 PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:10])
 
@@ -166,7 +166,7 @@ def is_strict_fifo(impl):
     return impl.endswith("-fifo")
 
 
-# BENCHMARKS.md's targets: syncband's median <= factor x the reference's
+# bench/README.md's targets: syncband's median <= factor x the reference's
 # median.  The reference is one impl, or the fastest of several.  A target
 # applies to the syncband rows named by its third element, or, without
 # one, to every syncband row but the strict-FIFO ones ("-fifo": the mutex's
@@ -189,7 +189,7 @@ TARGETS = {
     "contention/semaphore-2-threads": [(1.00, CONTENTION_PEERS)],
 }
 
-# BENCHMARKS.md's instruction targets: syncband's instructions per round <=
+# bench/README.md's instruction targets: syncband's instructions per round <=
 # factor x the best peer's (Tokio, async-lock, event-listener; not the
 # baselines) or x the CAS+store baseline's.  The baseline is the C harness's
 # row (c-atomic): the same loop and checks as syncband's own rows.
@@ -952,7 +952,7 @@ def instructions_only(args, pairs, unsupported, scenarios, rounds_of, started):
     print("syncband instructions per round (callgrind), %s, %s cores"
           % (info["cpu"] or info["machine"], info["cores"]))
     print("ratio = instructions / syncband's; R and 2R rounds differenced; "
-          "targets from BENCHMARKS.md")
+          "targets from bench/README.md")
     print()
     print_instruction_table(report, args.functions)
     print()
@@ -1125,7 +1125,7 @@ def main():
               % (mode_name, repeat, info["cpu"] or info["machine"], info["cores"],
                  info["kernel"]))
         print("ratio = median / syncband's median (above 1: syncband is faster); "
-              "rank 1 = fastest; targets from BENCHMARKS.md")
+              "rank 1 = fastest; targets from bench/README.md")
         print()
         print_table(report)
         if unsupported:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// bench/semaphore.cc - the semaphore rows of BENCHMARKS.md, single thread,
+// bench/semaphore.cc - the semaphore rows of bench/README.md, single thread,
 // polled by hand with the no-op waker.  Every step checks its result.
 #include <errno.h>
 

@@ -2,14 +2,16 @@
 /*
  * The clock of the time rules inside the primitives (the mutex's fairness
  * bound).  Tests and the model build install their own clock, so that such a
- * rule is tested by moving time forward by hand instead of sleeping.
+ * rule is tested by moving time forward by hand instead of sleeping.  Timeouts
+ * and executor timers read the public sb_now_ns (syncband/blocking.h), which
+ * no test replaces.
  */
 #ifndef SYNCBAND_SRC_CLOCK_H
 #define SYNCBAND_SRC_CLOCK_H
 
 #include <stdint.h>
 
-/* Nanoseconds on CLOCK_MONOTONIC, or on the clock a test installed. */
+/* sb_now_ns(), or the clock a test installed. */
 uint64_t sb__clock_now_ns(void);
 
 /*

@@ -3,7 +3,11 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <syncband/blocking.h>
 
 #include "cpu.h"
 #include "futex.h"
@@ -37,6 +41,47 @@
 
 /* Spins before sleeping: a handoff often arrives within a microsecond. */
 #define PARK_SPINS 200
+
+/*
+ * But never more spinning threads than cores less one: with more threads
+ * than cores, a waiter that spins takes the core the holder needs to finish
+ * (and with it the wake the waiter waits for).  A process-wide count, taken
+ * only by a wait about to spin; a waiter that finds no free slot sleeps at
+ * once.
+ */
+static _Atomic unsigned park_spinners;
+
+static unsigned park_spin_slots(void)
+{
+	static _Atomic int slots = -1;
+	/* relaxed: a cached sysconf() result; racing writers store the same. */
+	int n = atomic_load_explicit(&slots, memory_order_relaxed);
+	if (n < 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cpus > 1 ? (int)cpus - 1 : 0;
+		atomic_store_explicit(&slots, n, memory_order_relaxed);
+	}
+	return (unsigned)n;
+}
+
+/* Takes a spinning slot: true if there was one (give it back after). */
+static bool park_take_spin_slot(void)
+{
+	/* relaxed: a head count, publishing nothing; a wrong guess only
+	 * changes whether this waiter spins. */
+	unsigned before = atomic_fetch_add_explicit(&park_spinners, 1, memory_order_relaxed);
+	if (before < park_spin_slots())
+		return true;
+	/* relaxed: as above. */
+	atomic_fetch_sub_explicit(&park_spinners, 1, memory_order_relaxed);
+	return false;
+}
+
+static void park_give_spin_slot(void)
+{
+	/* relaxed: as in park_take_spin_slot. */
+	atomic_fetch_sub_explicit(&park_spinners, 1, memory_order_relaxed);
+}
 
 typedef struct sb_parker {
 	_Atomic uint32_t word;
@@ -111,36 +156,37 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
 static bool park_until_woken(sb_parker *p, uint64_t deadline)
 {
-	/* No spinning for a wait that has already run out (a timeout of 0). */
-	int spins = deadline != UINT64_MAX && now_ns() >= deadline ? 0 : PARK_SPINS;
+	/* No spinning for a wait that has already run out (a timeout of 0),
+	 * nor while as many threads spin as there are other cores. */
+	bool spinning = (deadline == UINT64_MAX || sb_now_ns() < deadline) && park_take_spin_slot();
 	for (int i = 0;; i++) {
 		/* acquire: pairs with the waker's release. */
 		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
-		if (v & PARK_WOKEN)
+		if (v & PARK_WOKEN) {
+			if (spinning)
+				park_give_spin_slot();
 			return true;
-		if (i < spins) {
+		}
+		if (spinning && i < PARK_SPINS) {
 			sb_cpu_relax();
 			continue;
+		}
+		if (spinning) {
+			park_give_spin_slot();
+			spinning = false;
 		}
 		if (deadline == UINT64_MAX) {
 			park_sleep(p, v, NULL);
 			continue;
 		}
-		uint64_t now = now_ns();
+		uint64_t now = sb_now_ns();
 		if (now >= deadline)
 			return false;
 		uint64_t left = deadline - now;
-		struct timespec rel = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		struct timespec rel = { (time_t)(left / SB_NSEC_PER_SEC), (long)(left % SB_NSEC_PER_SEC) };
 		park_sleep(p, v, &rel);
 	}
 }
@@ -156,13 +202,13 @@ static void park_wait_for_no_refs(sb_parker *p)
 	}
 }
 
-int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
+int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
 {
 	sb_parker parker = { 0 };
 	const sb_waker waker = { &park_vtable, &parker };
 	uint64_t deadline = UINT64_MAX;
 	if (timeout_ns != SB_TIMEOUT_INFINITE) {
-		uint64_t now = now_ns();
+		uint64_t now = sb_now_ns();
 		deadline = timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + timeout_ns;
 	}
 

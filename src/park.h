@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Blocking a plain thread on a future: the thread polls it with a waker that
- * unparks it through a futex.  Shared by every primitive's *_blocking wait.
+ * unparks it through a futex.  Shared by every primitive's *_blocking wait;
+ * exported as sb_future_wait_blocking (syncband/blocking.h), which the
+ * executor's sb_join_wait uses too.
  */
 #ifndef SYNCBAND_SRC_PARK_H
 #define SYNCBAND_SRC_PARK_H
 
 #include <stdint.h>
 
-#include <syncband/future.h>
+#include <syncband/blocking.h>
 
 /*
  * Polls `future` until it completes, parking between polls.  When
@@ -17,6 +19,9 @@
  * clone of its waker has been woken or dropped, so no waker outlives the
  * parker on this thread's stack.
  */
-int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns);
+static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
+{
+	return sb_future_wait_blocking(future, ops, timeout_ns);
+}
 
 #endif

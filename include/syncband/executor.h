@@ -44,16 +44,17 @@
  * no data, so ThreadSanitizer sees every hand-over.  The owner publishes
  * "sleeping", re-checks its inbox, and only then enters the kernel.
  *
- * Timers: sleep futures are kept, intrusively, in a per-executor list sorted
- * by deadline (inserted from the tail, so equal durations append in O(1));
- * before the owner sleeps it arms one IORING_OP_TIMEOUT (absolute,
- * CLOCK_MONOTONIC) for the earliest deadline.
+ * Timers: sleep futures are kept, intrusively, in a per-executor binary
+ * min-heap of their deadlines (O(log n) to arm, fire or cancel one; equal
+ * deadlines fire in the order they were armed); before the owner sleeps it
+ * arms one IORING_OP_TIMEOUT (absolute, CLOCK_MONOTONIC) for the earliest.
  *
  * Errors are negative errno values, as in the rest of syncband.
  */
 #ifndef SYNCBAND_EXECUTOR_H
 #define SYNCBAND_EXECUTOR_H
 
+#include <syncband/blocking.h>
 #include <syncband/deadline.h>
 #include <syncband/future.h>
 #include <syncband/semaphore.h>
@@ -61,10 +62,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define SB_NSEC_PER_USEC UINT64_C(1000)
-#define SB_NSEC_PER_MSEC UINT64_C(1000000)
-#define SB_NSEC_PER_SEC UINT64_C(1000000000)
 
 /* sb_future_ops (future.h) lets sb_timeout and sb_block_on drive any future. */
 
@@ -278,17 +275,18 @@ SB_API int sb_yield_poll(sb_yield *y, const sb_waker *w);
 /* Does nothing: a yield holds no registration. */
 SB_API void sb_yield_cancel(sb_yield *y);
 
-/* CLOCK_MONOTONIC now, in nanoseconds: the clock of every deadline here. */
-SB_API uint64_t sb_now_ns(void);
+/* Every deadline here is on sb_now_ns()'s clock (syncband/blocking.h). */
 
 /*
  * Sleep: completes with 0 once CLOCK_MONOTONIC reaches the deadline.  Fields
- * are private (an intrusive node of the executor's timer list).
+ * are private (an intrusive node of the executor's timer heap).
  */
 typedef struct sb_sleep {
-	struct sb_sleep *prev;
-	struct sb_sleep *next;
+	struct sb_sleep *parent;    /* the timer heap's links */
+	struct sb_sleep *left;
+	struct sb_sleep *right;
 	uint64_t deadline;
+	uint64_t seq;               /* arming order: equal deadlines fire first come, first served */
 	sb_waker waker;
 	sb_executor *exec;
 	sb_task *pinned;            /* the floating task this armed timer holds in place */

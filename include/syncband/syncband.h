@@ -4,6 +4,7 @@
 #define SYNCBAND_SYNCBAND_H
 
 #include <syncband/future.h>
+#include <syncband/blocking.h>
 #include <syncband/semaphore.h>
 #include <syncband/mutex.h>
 #include <syncband/condvar.h>

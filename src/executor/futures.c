@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The yield future and the ready-made sb_future_ops adapters.
+ * The yield future, the ready-made sb_future_ops adapters, and the blocking
+ * join (the core's blocking wait on the join future).
  */
 #include "internal.h"
+
+#include <errno.h>
 
 /* ------------------------------------------------------------ yield */
 
@@ -16,13 +19,7 @@ int sb_yield_poll(sb_yield *y, const sb_waker *w)
 	if (y->yielded)
 		return 0;
 	y->yielded = 1;
-	sb_executor *ex = sb__exec_current;
-	if (ex && ex->impl->current && w->vtable == &sb__task_waker_vtable &&
-	    w->data == ex->impl->current)
-		/* The task being polled yields with its own waker: its executor
-		 * requeues it after the poll, with no CAS on its state word. */
-		ex->impl->requeue_current = true;
-	else
+	if (!sched_yield_requeues(w))
 		sb_waker_wake_by_ref(w);
 	return SB_PENDING;
 }
@@ -71,3 +68,12 @@ const sb_future_ops sb_yield_ops = { yield_poll, yield_cancel };
 const sb_future_ops sb_sleep_ops = { sleep_poll, sleep_cancel };
 const sb_future_ops sb_timeout_ops = { timeout_poll, timeout_cancel };
 const sb_future_ops sb_join_ops = { join_poll, join_cancel };
+
+/* ------------------------------------------------------------ blocking join */
+
+int sb_join_wait(sb_join *j)
+{
+	if (j->task && sb__sched_join_would_deadlock(j->task))
+		return -EDEADLK;
+	return sb_future_wait_blocking(j, &sb_join_ops, SB_TIMEOUT_INFINITE);
+}

@@ -3,11 +3,11 @@
  * A group of N executor threads, one ring each, and the group's floating
  * tasks.
  *
- * Shutdown runs in two phases so that a floating task, which may sit on any
+ * Shutdown runs in three phases so that a floating task, which may sit on any
  * thread, is cancelled exactly once and never under a running loop:
  *   1. every loop is stopped, and each thread reports that and waits;
  *   2. the shutting-down thread, while they wait (the mutex orders their
- *      queues and timer lists before us and our changes before them),
+ *      queues and timer heaps before us and our changes before them),
  *      cancels every unfinished floating task: those in run queues and
  *      inboxes, then the idle ones on the group's list, until the list is
  *      empty (a cancel may wake others, which land in inboxes);
@@ -38,8 +38,7 @@ struct sb_group_impl {
 	size_t ready;              /* threads that finished sb_executor_init */
 	size_t stopped;            /* threads whose loop has returned */
 	bool destroy;              /* shutdown phase 3: threads may destroy */
-	pthread_mutex_t float_mu;  /* guards the floating list */
-	sb_task *float_head;       /* unfinished floating tasks (live_prev/next) */
+	struct sb_sched_group sched; /* the unfinished floating tasks */
 	bool has_cfg;
 	sb_executor_config cfg;
 	struct sb_group_thread *threads;
@@ -58,7 +57,7 @@ static void *group_main(void *arg)
 	pthread_cond_broadcast(&gi->cv);
 	pthread_mutex_unlock(&gi->mu);
 	if (rc == 0) {
-		gt->ex.impl->group = gi;
+		gt->ex.impl->group = &gi->sched;
 		sb__exec_loop(&gt->ex, LOOP_UNTIL_STOPPED, NULL);
 		pthread_mutex_lock(&gi->mu);
 		gi->stopped++;
@@ -71,40 +70,15 @@ static void *group_main(void *arg)
 	return NULL;
 }
 
-void sb__group_float_link(struct sb_group_impl *gi, sb_task *t)
-{
-	pthread_mutex_lock(&gi->float_mu);
-	task_list_push(&gi->float_head, t);
-	pthread_mutex_unlock(&gi->float_mu);
-}
-
-void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t)
-{
-	pthread_mutex_lock(&gi->float_mu);
-	task_list_remove(&gi->float_head, t);
-	pthread_mutex_unlock(&gi->float_mu);
-}
-
 /* Cancels the floating tasks in ex's run queue and inbox, keeping the rest. */
 static size_t cancel_queued_floating(sb_executor *ex)
 {
+	task_queue floating = { NULL, NULL };
+	sb__sched_take_floating(ex, &floating);
 	size_t n = 0;
-	sb__exec_drain_inbox(ex);
-	sb_task *keep = NULL, **tail = &keep, *t;
-	while ((t = sb__exec_pop_local(ex))) {
-		if (t->group) {
-			n += sb__task_cancel(ex, t, true);
-		} else {
-			*tail = t;
-			tail = &t->next;
-		}
-	}
-	*tail = NULL;
-	while (keep) {
-		t = keep;
-		keep = t->next;
-		sb__exec_push_local(ex, t);
-	}
+	sb_task *t;
+	while ((t = task_queue_pop(&floating)))
+		n += sb__task_cancel(ex, t, true);
 	return n;
 }
 
@@ -118,9 +92,9 @@ static size_t cancel_floating(struct sb_group_impl *gi)
 				n += cancel_queued_floating(&gi->threads[i].ex);
 		/* Only this thread finishes tasks now, so the list changes only
 		 * under our own cancels, each unlinking its own task. */
-		pthread_mutex_lock(&gi->float_mu);
-		sb_task *t = gi->float_head;
-		pthread_mutex_unlock(&gi->float_mu);
+		pthread_mutex_lock(&gi->sched.mu);
+		sb_task *t = gi->sched.floating.head;
+		pthread_mutex_unlock(&gi->sched.mu);
 		if (!t)
 			return n;
 		while (t) {
@@ -136,7 +110,7 @@ static size_t cancel_floating(struct sb_group_impl *gi)
 
 static void group_free(struct sb_group_impl *gi)
 {
-	pthread_mutex_destroy(&gi->float_mu);
+	pthread_mutex_destroy(&gi->sched.mu);
 	pthread_cond_destroy(&gi->cv);
 	pthread_mutex_destroy(&gi->mu);
 	free(gi->threads);
@@ -170,23 +144,15 @@ static size_t group_stop(struct sb_group_impl *gi)
 	return total;
 }
 
-int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_executor_config *cfg)
+static struct sb_group_impl *group_alloc(size_t n, const sb_executor_config *cfg)
 {
-	g->impl = NULL;
-	g->n = 0;
-	/* atomic_init (plain stores): g is not shared with any thread yet. */
-	atomic_init(&g->next, 0);
-	atomic_init(&g->users, 0);
-	atomic_init(&g->closed, 1);
-	if (n == 0)
-		return -EINVAL;
 	struct sb_group_impl *gi = calloc(1, sizeof *gi);
 	if (!gi)
-		return -ENOMEM;
+		return NULL;
 	gi->threads = calloc(n, sizeof *gi->threads);
 	if (!gi->threads) {
 		free(gi);
-		return -ENOMEM;
+		return NULL;
 	}
 	gi->n = n;
 	if (cfg) {
@@ -195,11 +161,16 @@ int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_executor_con
 	}
 	pthread_mutex_init(&gi->mu, NULL);
 	pthread_cond_init(&gi->cv, NULL);
-	pthread_mutex_init(&gi->float_mu, NULL);
+	pthread_mutex_init(&gi->sched.mu, NULL);
+	return gi;
+}
 
+/* Starts the threads and waits until each has its executor: 0 or the first error. */
+static int group_start(struct sb_group_impl *gi)
+{
 	int err = 0;
 	size_t started = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < gi->n; i++) {
 		gi->threads[i].gi = gi;
 		int rc = pthread_create(&gi->threads[i].thread, NULL, group_main, &gi->threads[i]);
 		if (rc) {
@@ -215,6 +186,23 @@ int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_executor_con
 	pthread_mutex_unlock(&gi->mu);
 	for (size_t i = 0; i < started && !err; i++)
 		err = gi->threads[i].init_rc;
+	return err;
+}
+
+int sb_executor_group_init(sb_executor_group *g, size_t n, const sb_executor_config *cfg)
+{
+	g->impl = NULL;
+	g->n = 0;
+	/* atomic_init (plain stores): g is not shared with any thread yet. */
+	atomic_init(&g->next, 0);
+	atomic_init(&g->users, 0);
+	atomic_init(&g->closed, 1);
+	if (n == 0)
+		return -EINVAL;
+	struct sb_group_impl *gi = group_alloc(n, cfg);
+	if (!gi)
+		return -ENOMEM;
+	int err = group_start(gi);
 	if (err) {
 		group_stop(gi);
 		group_free(gi);
@@ -243,15 +231,12 @@ int sb_executor_group_spawn(sb_executor_group *g, size_t thread, sb_task *t, sb_
 	if (atomic_load_explicit(&g->closed, memory_order_seq_cst)) {
 		rc = -ESHUTDOWN;
 	} else {
-		size_t i = thread;
-		if (i == SB_GROUP_ANY || i == SB_GROUP_FLOATING)
-			/* relaxed: any spread will do; only the counter's atomicity matters. */
-			i = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed) % g->n;
+		size_t i = sb__sched_spawn_thread(g, thread);
 		if (i >= g->n)
 			rc = -EINVAL;
 		else
 			rc = sb__spawn(&g->impl->threads[i].ex, t, join,
-				       thread == SB_GROUP_FLOATING ? g->impl : NULL);
+				       thread == SB_GROUP_FLOATING ? &g->impl->sched : NULL);
 	}
 	/* release: our reads of the group come before shutdown frees it. */
 	atomic_fetch_sub_explicit(&g->users, 1, memory_order_release);

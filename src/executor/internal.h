@@ -2,6 +2,18 @@
 /*
  * Internals of the io_uring executor shared by its source files.
  *
+ * The modules, each calling only those below it (no cycles):
+ *
+ *   group.c      executor groups: threads, the floating tasks' shutdown
+ *   executor.c   the loop, its sleep protocol, init / run / stop / destroy
+ *   futures.c    yield, the ready-made ops, sb_join_wait
+ *   timer.c      sleeps on the timer heap (timer_heap.h), sb_timeout
+ *   task.c       the task state machine (spawn, wake, run, complete,
+ *                cancel), its waker, the join future
+ *   scheduler.c  where a task goes: every placement decision (scheduler.h)
+ *   ring.c       the io_uring: setup, doorbells, the kernel timeout, CQEs
+ *   queue.h      the run queue and task lists, for all of the above
+ *
  * Task state word (sb_task.state, one atomic uint64_t):
  *
  *   bit 0  T_SCHEDULED  in a run queue or the inbox, or about to be pushed
@@ -25,10 +37,10 @@
  * CAS on this word and a plain push onto the owner's run queue: no other
  * atomic is touched.
  *
- * References: the executor's list of unfinished tasks holds one (from spawn
- * to completion), a run queue / the inbox holds one while T_SCHEDULED (it
- * becomes the poll's reference while T_RUNNING), a join future holds one,
- * and each waker clone holds one.  The last one to go calls `release`.
+ * References: the list of unfinished tasks a task is on holds one (from
+ * spawn to completion), a run queue / the inbox holds one while T_SCHEDULED
+ * (it becomes the poll's reference while T_RUNNING), a join future holds
+ * one, and each waker clone holds one.  The last one to go calls `release`.
  *
  * Executor lifetime (sb_executor.refs): a thread other than the owner that
  * pushes onto the inbox holds a reference on the executor from before the
@@ -36,13 +48,13 @@
  * after every unfinished task has come home) cannot close the ring or return
  * under it.  A wake of a finished task touches only the task.
  *
- * Floating tasks (group.c): the waker that takes an idle floating task to
- * SCHEDULED owns it until the push, so it may also choose where it goes:
+ * Floating tasks (scheduler.c): the waker that takes an idle floating task
+ * to SCHEDULED owns it until the push, so it may also choose where it goes:
  * onto its own executor's local queue (rewriting t->exec and t->owner before
  * the push) when it runs on a thread of the same group whose loop is live,
  * and no armed timer pins the task (t->pins).  Everyone else reads t->exec
  * only after winning that CAS, or after the poll that ran there.  A floating
- * task's "list of unfinished tasks" is its group's, under the group's lock,
+ * task's list of unfinished tasks is its group's, under the group's lock,
  * since it may finish on any thread; group shutdown cancels floating tasks
  * first, on the shutting-down thread, while every loop is stopped.
  */
@@ -50,11 +62,17 @@
 #define SYNCBAND_SRC_EXECUTOR_INTERNAL_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <errno.h>
+
 #include <syncband/executor.h>
+
+#include "queue.h"
+#include "timer_heap.h"
 
 #define T_SCHEDULED ((uint64_t)1 << 0)
 #define T_RUNNING ((uint64_t)1 << 1)
@@ -96,20 +114,26 @@ enum loop_mode {
 /* sb_sleep.state */
 enum {
 	SLEEP_IDLE = 0,
-	SLEEP_LINKED,      /* in an executor's timer list, holding a waker clone */
+	SLEEP_LINKED,      /* in an executor's timer heap, holding a waker clone */
 	SLEEP_FIRED,       /* the executor unlinked it and woke the waker */
 	SLEEP_DONE,
+};
+
+/*
+ * A group as the scheduler sees it: the list of its unfinished floating
+ * tasks.  t->group and an executor's impl->group point here.
+ */
+struct sb_sched_group {
+	pthread_mutex_t mu;       /* guards floating */
+	task_list floating;
 };
 
 /* Everything only the owner thread touches. */
 struct sb_executor_impl {
 	struct io_uring ring;
-	sb_task *q_head;            /* local run queue, FIFO */
-	sb_task *q_tail;
-	sb_task *live_head;         /* unfinished tasks that have reached the owner */
-	size_t live_count;
-	sb_sleep *t_head;           /* timers, sorted by deadline */
-	sb_sleep *t_tail;
+	task_queue runq;            /* local run queue */
+	task_list live;             /* unfinished tasks that have reached the owner */
+	timer_heap timers;
 	bool armed;                 /* a kernel timeout is pending for armed_deadline */
 	uint64_t armed_deadline;
 	uint64_t armed_ud;
@@ -119,9 +143,10 @@ struct sb_executor_impl {
 	bool efd_armed;
 	size_t msgs_in_flight;      /* our MSG_RINGs whose CQE we have not reaped */
 	int running;                /* inside run/block_on/destroy */
-	struct sb_group_impl *group; /* the group whose thread owns us, or NULL */
+	struct sb_sched_group *group; /* the group whose thread owns us, or NULL */
 	bool takes_floating;        /* a group loop is live: woken floating tasks may come here */
 	sb_task *current;           /* the task being polled, for timers to pin */
+	const sb_waker *current_waker; /* ... and the waker its poll was given */
 	bool requeue_current;       /* `current` yielded: requeue it after the poll */
 };
 
@@ -129,62 +154,88 @@ struct sb_executor_impl {
 extern _Thread_local char sb__exec_thread_tag __attribute__((tls_model("initial-exec")));
 extern _Thread_local sb_executor *sb__exec_current __attribute__((tls_model("initial-exec")));
 
+#ifdef SB_MODEL_CHECK
+/*
+ * The model-check build (tests/model) runs logical threads as coroutines of
+ * one OS thread, which share its thread-locals: the test says which
+ * executor each logical thread runs, and who it is.
+ */
+sb_executor *sb_model_exec_current(void);
+const void *sb_model_exec_thread(void);
+static inline sb_executor *exec_current(void)
+{
+	return sb_model_exec_current();
+}
+static inline const void *exec_this_thread(void)
+{
+	return sb_model_exec_thread();
+}
+#else
+static inline sb_executor *exec_current(void)
+{
+	return sb__exec_current;
+}
+static inline const void *exec_this_thread(void)
+{
+	return &sb__exec_thread_tag;
+}
+#endif
+
 static inline bool exec_is_owner(const sb_executor *ex)
 {
-	return ex->owner == (const void *)&sb__exec_thread_tag;
+	return ex->owner == exec_this_thread();
 }
 
-/* task.c */
+static inline void exec_unref(sb_executor *ex)
+{
+	/* release: our uses of ex (push, fds) happen-before destroy's load of 0. */
+	atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_release);
+}
+
+/* ring.c: the io_uring side of an executor; the owner thread's, except the doorbell */
+int sb__ring_open(sb_executor *ex, struct sb_executor_impl *impl, const sb_executor_config *cfg);
+void sb__ring_close(sb_executor *ex);
+void sb__ring_doorbell(sb_executor *src, sb_executor *target);
+void sb__ring_reap_ready(sb_executor *ex);
+void sb__ring_arm_eventfd(sb_executor *ex);
+bool sb__ring_arm_timer(struct sb_executor_impl *impl, const sb_sleep *earliest);
+void sb__ring_enter(struct sb_executor_impl *impl);
+
+/*
+ * With DEFER_TASKRUN (or COOP_TASKRUN) some completions wait for us to enter
+ * the kernel; TASKRUN_FLAG makes the kernel say so in sq_flags.  One load.
+ */
+static inline void ring_flush_task_work(struct sb_executor_impl *impl)
+{
+	/* relaxed (IO_URING_READ_ONCE): a hint from the kernel; a stale value
+	 * only delays reaping until the next iteration or sleep. */
+	if (IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+		io_uring_get_events(&impl->ring);
+}
+
+/* Handles every completion that has arrived (ring.c, when there are some). */
+static inline void ring_reap(sb_executor *ex)
+{
+	ring_flush_task_work(ex->impl);
+	if (io_uring_cq_ready(&ex->impl->ring))
+		sb__ring_reap_ready(ex);
+}
+
+/* task.c: the state machine */
 extern const sb_waker_vtable sb__task_waker_vtable;
 void sb__task_unref(sb_task *t, uint64_t n);
 void sb__task_run(sb_executor *ex, sb_task *t);
 bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued);
+/* sb_spawn, or a floating spawn for group `floating` (non-NULL) */
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating);
 
 /* executor.c */
-void sb__exec_push_local(sb_executor *ex, sb_task *t);
-void sb__exec_push_remote(sb_executor *ex, sb_task *t);
-void sb__exec_push_remote_held(sb_executor *ex, sb_task *t);
-void sb__exec_live_link(struct sb_executor_impl *impl, sb_task *t);
-void sb__exec_live_unlink(struct sb_executor_impl *impl, sb_task *t);
 int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root);
-void sb__exec_drain_inbox(sb_executor *ex);
-sb_task *sb__exec_pop_local(sb_executor *ex);
-
-/* task.c: sb_spawn, or a floating spawn for group `floating` (non-NULL) */
-int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *floating);
-
-/*
- * The lists of unfinished tasks (an executor's, and a group's for floating
- * tasks) link through live_prev/live_next; `linked` says the task is on one.
- */
-static inline void task_list_push(sb_task **head, sb_task *t)
-{
-	t->live_prev = NULL;
-	t->live_next = *head;
-	if (*head)
-		(*head)->live_prev = t;
-	*head = t;
-	t->linked = 1;
-}
-
-static inline void task_list_remove(sb_task **head, sb_task *t)
-{
-	if (t->live_prev)
-		t->live_prev->live_next = t->live_next;
-	else
-		*head = t->live_next;
-	if (t->live_next)
-		t->live_next->live_prev = t->live_prev;
-	t->live_prev = t->live_next = NULL;
-	t->linked = 0;
-}
-
-/* group.c: the list of a group's unfinished floating tasks */
-void sb__group_float_link(struct sb_group_impl *gi, sb_task *t);
-void sb__group_float_unlink(struct sb_group_impl *gi, sb_task *t);
 
 /* timer.c */
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now);
 void sb__timers_detach_all(struct sb_executor_impl *impl);
+
+#include "scheduler.h"
 
 #endif

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tasks: the state word, the task waker, spawn, and the join future.
- * See internal.h for the bit layout and the reference rules.
+ * The task state machine: the state word's transitions (claim at spawn,
+ * wake, run, complete, cancel), the task waker, and the join future.  Where
+ * a task goes once a transition makes it SCHEDULED is the scheduler's
+ * (scheduler.h).  See internal.h for the bit layout and the reference rules.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -10,9 +12,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static sb_waker task_clone(const void *data);
 static void task_wake(const void *data);
@@ -87,32 +86,6 @@ static void task_drop(const void *data)
 }
 
 /*
- * A floating task we just made SCHEDULED (so no thread runs or queues it, and
- * we own its placement until the push): runs it on this thread when this is
- * a live loop of its group and no armed timer holds it where it is.
- */
-static bool take_floating_task(sb_task *t)
-{
-	sb_executor *cur = sb__exec_current;
-	if (!cur || !cur->impl->takes_floating || cur->impl->group != t->group)
-		return false;
-	/* relaxed: our own loop's stop request, read on our own thread; a
-	 * request we miss leaves the task in a queue that shutdown drains. */
-	if (atomic_load_explicit(&cur->flags, memory_order_relaxed) & EX_STOP_REQ)
-		return false;
-	/* acquire: pairs with the release decrement of the thread that disarmed
-	 * the timer, so its last touches of the sleep happen-before the poll we
-	 * are about to run here.  An increment comes from a poll that our CAS on
-	 * the state word already ordered before us. */
-	if (atomic_load_explicit(&t->pins, memory_order_acquire) != 0)
-		return false;
-	t->exec = cur;
-	t->owner = cur->owner;
-	sb__exec_push_local(cur, t);
-	return true;
-}
-
-/*
  * The wake: an idle task becomes SCHEDULED and goes onto a queue; a running
  * task is marked NOTIFIED (the owner requeues it after the poll); a queued,
  * notified or finished task needs nothing.  `consume`: the caller's reference
@@ -149,11 +122,7 @@ static void task_schedule(sb_task *t, bool consume)
 	}
 	if (s & T_RUNNING)
 		return; /* NOTIFIED: the owner requeues it after the poll */
-	sb_executor *ex = t->exec;
-	if (t->owner == (const void *)&sb__exec_thread_tag)
-		sb__exec_push_local(ex, t);
-	else if (!(s & T_FLOATING) || !take_floating_task(t))
-		sb__exec_push_remote(ex, t);
+	sched_wake(t, s);
 }
 
 static void task_wake(const void *data)
@@ -175,10 +144,7 @@ static void task_wake_by_ref(const void *data)
 static void task_complete(sb_executor *ex, sb_task *t, int result, uint64_t extra)
 {
 	t->result = result;
-	if (t->group)
-		sb__group_float_unlink(t->group, t);
-	else
-		sb__exec_live_unlink(ex->impl, t);
+	sched_forget(ex, t);
 	sb_task_release_fn release = t->release;
 
 	/* relaxed: a first guess for the CAS. */
@@ -222,15 +188,12 @@ void sb__task_run(sb_executor *ex, sb_task *t)
 	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
 							memory_order_relaxed));
 	struct sb_executor_impl *impl = ex->impl;
-	if (!t->linked)
-		sb__exec_live_link(impl, t);
+	sched_adopt(impl, t);
 
 	sb_waker w = { &sb__task_waker_vtable, t };
-	impl->current = t;
+	sched_poll_begin(impl, t, &w);
 	int r = t->poll(t, &w);
-	impl->current = NULL;
-	bool yielded = impl->requeue_current;
-	impl->requeue_current = false;
+	bool yielded = sched_poll_end(impl);
 	if (r <= 0) {
 		task_complete(ex, t, r, 0);
 		return;
@@ -248,7 +211,7 @@ void sb__task_run(sb_executor *ex, sb_task *t)
 	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acq_rel,
 							memory_order_relaxed));
 	if (n & T_SCHEDULED)
-		sb__exec_push_local(ex, t);
+		sched_requeue(ex, t);
 }
 
 /*
@@ -271,23 +234,20 @@ bool sb__task_cancel(sb_executor *ex, sb_task *t, bool queued)
 		/* acquire: as for a poll.  relaxed on failure: retry. */
 	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, memory_order_acquire,
 							memory_order_relaxed));
-	if (!t->linked)
-		sb__exec_live_link(ex->impl, t);
+	sched_adopt(ex->impl, t);
 	if (t->cancel)
 		t->cancel(t);
 	task_complete(ex, t, -ECANCELED, T_CANCELLED);
 	return true;
 }
 
-int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
+/*
+ * A spawn's first transition: an unreferenced task becomes SCHEDULED for ex
+ * with the list's, the queue's and (with `join`) the join's references.
+ * -EBUSY while an earlier spawn still references it.
+ */
+static int task_claim(sb_task *t, sb_executor *ex, bool join, bool floating)
 {
-	return sb__spawn(ex, t, join, NULL);
-}
-
-int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *floating)
-{
-	if (!t->poll)
-		return -EINVAL;
 	uint64_t initial = T_SCHEDULED | (join ? 3 : 2) * T_REF_ONE; /* list, queue, join */
 	if (floating)
 		initial |= T_FLOATING;
@@ -303,41 +263,31 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *
 	t->exec = ex;
 	t->owner = ex->owner;
 	task_clear_run_state(t);
-	if (floating) {
-		/* Listed before it can run anywhere, so shutdown always finds it. */
-		t->group = floating;
-		sb__group_float_link(floating, t);
-	}
+	return 0;
+}
 
-	int rc = 0;
-	if (exec_is_owner(ex)) {
-		/* relaxed: only the owner thread writes LIVE and STOPPING. */
-		uint32_t f = atomic_load_explicit(&ex->flags, memory_order_relaxed);
-		if (!(f & EX_LIVE) || (f & EX_STOPPING)) {
-			rc = -ESHUTDOWN;
-		} else {
-			if (!floating) /* a floating task is on its group's list */
-				sb__exec_live_link(ex->impl, t);
-			sb__exec_push_local(ex, t);
-		}
-	} else {
-		/* seq_cst (both): a Dekker pair with destroy, which sets STOPPING and
-		 * then reads refs; either we see STOPPING or destroy waits for us. */
-		atomic_fetch_add_explicit(&ex->refs, 1, memory_order_seq_cst);
-		uint32_t f = atomic_load_explicit(&ex->flags, memory_order_seq_cst);
-		if (!(f & EX_LIVE) || (f & EX_STOPPING)) {
-			/* release: our reads of ex come before destroy sees refs drop. */
-			atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_release);
-			rc = -ESHUTDOWN;
-		} else {
-			sb__exec_push_remote_held(ex, t);
-		}
-	}
+/* The spawn was refused: the task is unreferenced again. */
+static void task_unclaim(sb_task *t)
+{
+	/* release: our writes to the task come before a later spawn's acquire. */
+	atomic_store_explicit(&t->state, 0, memory_order_release);
+}
+
+int sb_spawn(sb_executor *ex, sb_task *t, sb_join *join)
+{
+	return sb__spawn(ex, t, join, NULL);
+}
+
+int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group *floating)
+{
+	if (!t->poll)
+		return -EINVAL;
+	int rc = task_claim(t, ex, join != NULL, floating != NULL);
+	if (rc)
+		return rc;
+	rc = sched_spawn(ex, t, floating);
 	if (rc) {
-		if (floating)
-			sb__group_float_unlink(floating, t);
-		/* release: our writes to the task come before a later spawn's acquire. */
-		atomic_store_explicit(&t->state, 0, memory_order_release);
+		task_unclaim(t);
 		return rc;
 	}
 	if (join) {
@@ -345,6 +295,61 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_group_impl *
 		join->status = SB_PENDING;
 	}
 	return 0;
+}
+
+/* The task is done (T_DONE seen with acquire): the join takes its result. */
+static int join_complete(sb_join *j, sb_task *t)
+{
+	j->status = t->result;
+	j->task = NULL;
+	sb__task_unref(t, 1);
+	return j->status;
+}
+
+/*
+ * Completion has begun (`s` has T_DONE or T_COMPLETING).  Between its two
+ * steps (a few instructions, no waiting) the owner holds the join waker:
+ * poll again soon rather than miss the end.
+ */
+static int join_completing(sb_join *j, sb_task *t, uint64_t s, const sb_waker *w)
+{
+	if (s & T_DONE)
+		return join_complete(j, t);
+	sb_waker_wake_by_ref(w);
+	return SB_PENDING;
+}
+
+/* Takes back the waker we registered (*s has T_JOIN_WAKER), to replace it;
+ * false when completion began first. */
+static bool join_take_back(sb_task *t, uint64_t *s)
+{
+	do {
+		if (*s & (T_DONE | T_COMPLETING))
+			return false;
+		/* acquire (both): on failure we may find T_DONE and read result.
+		 * Success takes the field back; our own earlier write needs no
+		 * ordering. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, s, *s & ~T_JOIN_WAKER,
+							memory_order_acquire, memory_order_acquire));
+	sb_waker_drop(t->join_waker);
+	return true;
+}
+
+/* Registers a clone of `w` for the completer; false when completion began first. */
+static bool join_register(sb_task *t, uint64_t *s, const sb_waker *w)
+{
+	t->join_waker = sb_waker_clone(w);
+	do {
+		if (*s & (T_DONE | T_COMPLETING)) {
+			sb_waker_drop(t->join_waker);
+			return false;
+		}
+		/* release: the completer's acquire CAS that clears T_JOIN_WAKER sees
+		 * the join_waker written above.  acquire on failure: we may find
+		 * T_DONE and read result. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, s, *s | T_JOIN_WAKER,
+							memory_order_release, memory_order_acquire));
+	return true;
 }
 
 int sb_join_poll(sb_join *j, const sb_waker *w)
@@ -355,49 +360,20 @@ int sb_join_poll(sb_join *j, const sb_waker *w)
 	/* acquire: when T_DONE is set, the completer's release makes result visible. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (s & T_DONE)
-		goto done;
+		return join_complete(j, t);
 	if (s & T_JOIN_WAKER) {
 		/* Reading the field while the flag is set is a read shared with the
 		 * completer; nobody writes it until the flag is clear. */
 		if (sb_waker_will_wake(&t->join_waker, w))
 			return SB_PENDING;
-		do {
-			if (s & (T_DONE | T_COMPLETING))
-				goto finishing;
-			/* acquire (both): on failure we may find T_DONE and read result.
-			 * Success takes the field back; our own earlier write needs no
-			 * ordering. */
-		} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, s & ~T_JOIN_WAKER,
-								memory_order_acquire,
-								memory_order_acquire));
-		sb_waker_drop(t->join_waker);
+		if (!join_take_back(t, &s))
+			return join_completing(j, t, s, w);
 	} else if (s & T_COMPLETING) {
-		goto finishing;
+		return join_completing(j, t, s, w);
 	}
-	t->join_waker = sb_waker_clone(w);
-	do {
-		if (s & (T_DONE | T_COMPLETING)) {
-			sb_waker_drop(t->join_waker);
-			goto finishing;
-		}
-		/* release: the completer's acquire CAS that clears T_JOIN_WAKER sees
-		 * the join_waker written above.  acquire on failure: we may find
-		 * T_DONE and read result. */
-	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, s | T_JOIN_WAKER,
-							memory_order_release, memory_order_acquire));
+	if (!join_register(t, &s, w))
+		return join_completing(j, t, s, w);
 	return SB_PENDING;
-finishing:
-	if (s & T_DONE)
-		goto done;
-	/* The owner is between its two completion steps (a few instructions,
-	 * no waiting): poll again soon rather than miss the end. */
-	sb_waker_wake_by_ref(w);
-	return SB_PENDING;
-done:
-	j->status = t->result;
-	j->task = NULL;
-	sb__task_unref(t, 1);
-	return j->status;
 }
 
 void sb_join_cancel(sb_join *j)
@@ -422,65 +398,4 @@ void sb_join_cancel(sb_join *j)
 	j->task = NULL;
 	j->status = -ECANCELED;
 	sb__task_unref(t, 1);
-}
-
-/*
- * The blocking join: a waker that unparks this thread through a futex.  The
- * waiter returns only after the wake has stored the flag, and FUTEX_WAKE
- * never dereferences its address, so the parker may live on the stack.
- */
-typedef struct parker {
-	SB_ATOMIC(uint32_t) flag;
-} parker;
-
-static sb_waker parker_clone(const void *data);
-static void parker_wake(const void *data)
-{
-	parker *p = (parker *)(uintptr_t)data;
-	/* release: the waker's prior writes happen-before the waiter's acquire. */
-	atomic_store_explicit(&p->flag, 1, memory_order_release);
-	syscall(SYS_futex, &p->flag, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-static void parker_drop(const void *data)
-{
-	(void)data;
-}
-static const sb_waker_vtable parker_vtable = {
-	.clone = parker_clone,
-	.wake = parker_wake,
-	.wake_by_ref = parker_wake,
-	.drop = parker_drop,
-};
-static sb_waker parker_clone(const void *data)
-{
-	return (sb_waker){ &parker_vtable, data };
-}
-
-int sb_join_wait(sb_join *j)
-{
-	sb_task *t = j->task;
-	/* A floating task's group, written by its spawn, never changes; the
-	 * thread it is on may, so from any thread of its group we refuse. */
-	if (t && t->group) {
-		if (sb__exec_current && sb__exec_current->impl &&
-		    sb__exec_current->impl->group == t->group)
-			return -EDEADLK;
-	} else if (t && t->owner == (const void *)&sb__exec_thread_tag) {
-		/* t->owner, not t->exec: the executor may be gone once the task is done. */
-		return -EDEADLK;
-	}
-	parker p;
-	/* atomic_init: the parker is not shared until the poll below. */
-	atomic_init(&p.flag, 0);
-	sb_waker w = { &parker_vtable, &p };
-	for (;;) {
-		int r = sb_join_poll(j, &w);
-		if (r != SB_PENDING)
-			return r;
-		/* acquire: pairs with parker_wake's release store. */
-		while (atomic_load_explicit(&p.flag, memory_order_acquire) == 0)
-			syscall(SYS_futex, &p.flag, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-		/* relaxed: only this thread reads it until the next registration. */
-		atomic_store_explicit(&p.flag, 0, memory_order_relaxed);
-	}
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Time: sleep futures (the per-executor timer list) and the timeout
- * combinator.
+ * Time: sleep futures (on the per-executor timer heap, timer_heap.h) and
+ * the timeout combinator.  The clock is the core's sb_now_ns.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -9,83 +9,41 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <time.h>
-
-uint64_t sb_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * SB_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ timers */
 
-static void timer_insert(struct sb_executor_impl *impl, sb_sleep *s)
+/* An armed timer keeps a floating task on this thread (the scheduler's pin). */
+static void timer_arm(struct sb_executor_impl *impl, sb_sleep *s)
 {
-	/* From the tail: timers of one duration arrive in deadline order. */
-	sb_sleep *p = impl->t_tail;
-	while (p && p->deadline > s->deadline)
-		p = p->prev;
-	s->prev = p;
-	s->next = p ? p->next : impl->t_head;
-	if (s->next)
-		s->next->prev = s;
-	else
-		impl->t_tail = s;
-	if (p)
-		p->next = s;
-	else
-		impl->t_head = s;
+	timer_heap_insert(&impl->timers, s);
+	s->pinned = sb__sched_pin_current(impl);
 }
 
-static void timer_unlink(struct sb_executor_impl *impl, sb_sleep *s)
-{
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		impl->t_head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		impl->t_tail = s->prev;
-	s->prev = s->next = NULL;
-}
-
-/*
- * An armed timer keeps a floating task on this thread (the timer list is
- * ours alone).  Pinned when it is linked, unpinned after the last touch of
- * the sleep by this thread.
- */
-static void timer_pin(struct sb_executor_impl *impl, sb_sleep *s)
-{
-	sb_task *t = impl->current;
-	if (!t || !t->group)
-		return;
-	s->pinned = t;
-	/* relaxed: the poll we are in ends with a release CAS on the task's
-	 * state, which any waker that could move the task acquires first. */
-	atomic_fetch_add_explicit(&t->pins, 1, memory_order_relaxed);
-}
-
+/* After our last touch of the sleep. */
 static void timer_unpin(sb_sleep *s)
 {
 	sb_task *t = s->pinned;
 	if (!t)
 		return;
 	s->pinned = NULL;
-	/* release: our last touches of the sleep happen-before the poll on the
-	 * thread of a waker that sees 0 (its acquire load) and moves the task. */
-	atomic_fetch_sub_explicit(&t->pins, 1, memory_order_release);
+	sb__sched_unpin(t);
+}
+
+/* Unlinks an armed timer and hands back its waker. */
+static sb_waker timer_disarm(struct sb_executor_impl *impl, sb_sleep *s)
+{
+	timer_heap_remove(&impl->timers, s);
+	sb_waker w = s->waker;
+	s->waker = (sb_waker){ NULL, NULL };
+	return w;
 }
 
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now)
 {
 	sb_sleep *s;
-	while ((s = impl->t_head) && s->deadline <= now) {
-		timer_unlink(impl, s);
+	while ((s = timer_heap_min(&impl->timers)) && s->deadline <= now) {
+		sb_waker w = timer_disarm(impl, s);
 		s->state = SLEEP_FIRED;
-		sb_waker w = s->waker;
-		s->waker = (sb_waker){ NULL, NULL };
 		timer_unpin(s);
 		sb_waker_wake(w);
 	}
@@ -94,11 +52,9 @@ void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now)
 void sb__timers_detach_all(struct sb_executor_impl *impl)
 {
 	sb_sleep *s;
-	while ((s = impl->t_head)) {
-		timer_unlink(impl, s);
+	while ((s = timer_heap_min(&impl->timers))) {
+		sb_waker w = timer_disarm(impl, s);
 		s->state = SLEEP_FIRED;
-		sb_waker w = s->waker;
-		s->waker = (sb_waker){ NULL, NULL };
 		timer_unpin(s);
 		sb_waker_drop(w);
 	}
@@ -106,8 +62,9 @@ void sb__timers_detach_all(struct sb_executor_impl *impl)
 
 void sb_sleep_until_init(sb_sleep *s, uint64_t deadline_ns)
 {
-	s->prev = s->next = NULL;
+	s->parent = s->left = s->right = NULL;
 	s->deadline = deadline_ns;
+	s->seq = 0;
 	s->waker = (sb_waker){ NULL, NULL };
 	s->exec = NULL;
 	s->pinned = NULL;
@@ -128,14 +85,12 @@ int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
 		s->state = SLEEP_DONE;
 		return 0;
 	}
-	sb_executor *ex = sb__exec_current;
+	sb_executor *ex = exec_current();
 	if (s->state == SLEEP_LINKED && s->exec != ex)
 		return -EXDEV;
 	if (sb_now_ns() >= s->deadline) {
 		if (s->state == SLEEP_LINKED) {
-			timer_unlink(ex->impl, s);
-			sb_waker_drop(s->waker);
-			s->waker = (sb_waker){ NULL, NULL };
+			sb_waker_drop(timer_disarm(ex->impl, s));
 			timer_unpin(s);
 		}
 		s->state = SLEEP_DONE;
@@ -154,17 +109,14 @@ int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
 	s->exec = ex;
 	s->waker = sb_waker_clone(w);
 	s->state = SLEEP_LINKED;
-	timer_insert(ex->impl, s);
-	timer_pin(ex->impl, s);
+	timer_arm(ex->impl, s);
 	return SB_PENDING;
 }
 
 void sb_sleep_cancel(sb_sleep *s)
 {
 	if (s->state == SLEEP_LINKED) {
-		timer_unlink(s->exec->impl, s);
-		sb_waker_drop(s->waker);
-		s->waker = (sb_waker){ NULL, NULL };
+		sb_waker_drop(timer_disarm(s->exec->impl, s));
 		timer_unpin(s);
 	}
 	s->state = SLEEP_DONE;

@@ -344,7 +344,7 @@ static void sleep_polled_outside_an_executor_fails_with_eperm(void **state)
 	assert_int_equal(sb_sleep_poll(&s, &noop), 0);
 }
 
-static void cancelled_sleep_leaves_the_timer_list(void **state)
+static void cancelled_sleep_leaves_the_timer_heap(void **state)
 {
 	sb_executor *ex = *state;
 	/* A long sleep cancelled by a timeout that wins: run must not wait for it. */
@@ -485,57 +485,6 @@ static void wake_after_the_executor_is_destroyed_is_harmless(void **state)
 
 /* ---------------------------------------------------------------- shutdown */
 
-/* Holds `held` permits of `sem` and waits forever on `gate`; cancel returns them. */
-typedef struct holder_task {
-	sb_task task;
-	sb_semaphore *sem;
-	sb_semaphore *gate;
-	sb_semaphore_acquire acq;
-	int stage; /* 0: not started, 1: acquiring sem, 2: holding, waiting on gate */
-} holder_task;
-
-static int holder_poll(sb_task *t, const sb_waker *w)
-{
-	holder_task *h = SB_CONTAINER_OF(t, holder_task, task);
-	int r;
-	switch (h->stage) {
-	case 0:
-		sb_semaphore_acquire_init(&h->acq, h->sem, 1);
-		h->stage = 1;
-		/* fallthrough */
-	case 1:
-		r = sb_semaphore_acquire_poll(&h->acq, w);
-		if (r != 0)
-			return r;
-		h->stage = 2;
-		sb_semaphore_acquire_init(&h->acq, h->gate, 1);
-		/* fallthrough */
-	default:
-		r = sb_semaphore_acquire_poll(&h->acq, w);
-		if (r == 0)
-			sb_semaphore_release(h->sem, 1);
-		return r;
-	}
-}
-
-static void holder_cancel(sb_task *t)
-{
-	holder_task *h = SB_CONTAINER_OF(t, holder_task, task);
-	if (h->stage == 0)
-		return;
-	sb_semaphore_acquire_cancel(&h->acq);
-	if (h->stage == 2)
-		sb_semaphore_release(h->sem, 1); /* the permit this task held */
-}
-
-static void holder_init(holder_task *h, sb_semaphore *sem, sb_semaphore *gate)
-{
-	memset(h, 0, sizeof *h);
-	sb_task_init(&h->task, holder_poll, holder_cancel, NULL);
-	h->sem = sem;
-	h->gate = gate;
-}
-
 static void destroy_cancels_unfinished_tasks_and_returns_every_permit(void **state)
 {
 	(void)state;
@@ -546,7 +495,7 @@ static void destroy_cancels_unfinished_tasks_and_returns_every_permit(void **sta
 	holder_task h[N];
 	sb_join j[N];
 	for (int i = 0; i < N; i++) {
-		holder_init(&h[i], &sem, &gate);
+		holder_init(&h[i], &sem, &gate, NULL);
 		assert_int_equal(sb_spawn(&ex, &h[i].task, &j[i]), 0);
 	}
 	/* Let every task reach its wait: 2 hold permits, 4 are queued. */
@@ -556,7 +505,7 @@ static void destroy_cancels_unfinished_tasks_and_returns_every_permit(void **sta
 	assert_int_equal(sb_semaphore_available(&sem), 0);
 	/* Plus one spawned but never polled. */
 	holder_task late;
-	holder_init(&late, &sem, &gate);
+	holder_init(&late, &sem, &gate, NULL);
 	sb_join jl;
 	assert_int_equal(sb_spawn(&ex, &late.task, &jl), 0);
 
@@ -814,7 +763,7 @@ int main(void)
 		T(block_on_a_sleep_returns_after_its_deadline),
 		T(sleeps_complete_in_deadline_order),
 		T(sleep_polled_outside_an_executor_fails_with_eperm),
-		T(cancelled_sleep_leaves_the_timer_list),
+		T(cancelled_sleep_leaves_the_timer_heap),
 		T(timeout_returns_the_inner_result_when_it_completes_first),
 		T(timeout_on_a_pending_acquire_completes_with_etimedout),
 		T(timeout_during_a_partial_grant_hands_the_permits_on),

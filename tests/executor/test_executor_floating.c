@@ -4,13 +4,8 @@
  * keeps it in place, a mutex handed between tasks that move, shutdown, the
  * join rules and spawning a finished task again.  Every suite runs twice:
  * with the MSG_RING doorbell (when the kernel has it) and with the eventfd
- * fallback.
- *
- * No test sleeps to order anything.  A task is known to be idle when a task
- * it queued behind its own poll, on its own executor, runs: one executor
- * polls its tasks one after another, so by then that poll has returned
- * SB_PENDING.  Such a "relay" then wakes it from wherever the test wants:
- * the next thread of the group, or the test's own thread.
+ * fallback.  No test sleeps to order anything: hop_task.h says how a test
+ * knows a task is idle, and has the relay and hop tasks they are built of.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,336 +31,8 @@
 
 #include "exec_suites.h"
 #include "exec_support.h"
+#include "hop_task.h"
 #include "watchdog.h"
-
-#define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC) /* bounds every wait, timers included */
-#define MAX_THREADS 4
-
-/* ------------------------------------------------------------ group view */
-
-/* A group and its executors, for finding which thread a task ran on. */
-typedef struct group_view {
-	sb_executor_group g;
-	size_t n;
-	sb_executor *ex[MAX_THREADS];
-} group_view;
-
-static void view_init(group_view *v, size_t n)
-{
-	assert_true(n <= MAX_THREADS);
-	assert_int_equal(sb_executor_group_init(&v->g, n, &suite_cfg), 0);
-	v->n = n;
-	for (size_t i = 0; i < n; i++) {
-		v->ex[i] = sb_executor_group_executor(&v->g, i);
-		assert_non_null(v->ex[i]);
-	}
-}
-
-/* The index of `ex` in the group, or SIZE_MAX for NULL or a stranger. */
-static size_t view_index(const group_view *v, const sb_executor *ex)
-{
-	for (size_t i = 0; i < v->n; i++)
-		if (ex && v->ex[i] == ex)
-			return i;
-	return SIZE_MAX;
-}
-
-/*
- * Waits until nothing references `t` any more: a wake's drop may still be on
- * its way on an executor thread after a join completed.  A condition, not a
- * pause: the watchdog bounds it.
- */
-static void wait_released(const sb_task *t)
-{
-	while (!sb_task_is_released(t))
-		sched_yield();
-}
-
-/* ------------------------------------------------------------ relay */
-
-/*
- * Runs once, pinned: spawns `next` onto the group thread after its own, or
- * sets `ev`, or releases `sem`.
- */
-typedef struct relay_task {
-	sb_task task;
-	group_view *v;
-	struct relay_task *next;
-	sb_auto_event *ev;
-	sb_semaphore *sem;
-	sb_executor *ran_on;
-} relay_task;
-
-static int relay_poll(sb_task *t, const sb_waker *w)
-{
-	(void)w;
-	relay_task *r = SB_CONTAINER_OF(t, relay_task, task);
-	r->ran_on = sb_executor_current();
-	if (r->next) {
-		size_t i = view_index(r->v, r->ran_on);
-		if (i == SIZE_MAX)
-			return -EPROTO;
-		return sb_executor_group_spawn(&r->v->g, (i + 1) % r->v->n, &r->next->task, NULL);
-	}
-	if (r->ev)
-		sb_auto_event_set(r->ev);
-	if (r->sem)
-		return sb_semaphore_release(r->sem, 1);
-	return 0;
-}
-
-static void relay_init(relay_task *r, group_view *v, relay_task *next, sb_auto_event *ev,
-		       sb_semaphore *sem)
-{
-	memset(r, 0, sizeof *r);
-	sb_task_init(&r->task, relay_poll, NULL, NULL);
-	r->v = v, r->next = next, r->ev = ev, r->sem = sem;
-}
-
-/* ------------------------------------------------------------ hop task */
-
-/* Who wakes a stage's wait, once the task is idle. */
-enum wake_from {
-	FROM_NEXT_THREAD,  /* a pinned task on the group thread after the one it waits on */
-	FROM_PLAIN_THREAD, /* the test's thread: hop.idle says when */
-	FROM_ELSEWHERE,    /* the test arranges it */
-};
-
-/* What the task has armed while it waits. */
-enum wait_shape {
-	BARE,           /* only the event wait */
-	UNDER_TIMEOUT,  /* the event wait inside an sb_timeout */
-	BESIDE_A_SLEEP, /* the event wait and an armed sb_sleep of its own */
-};
-
-typedef struct hop_stage {
-	enum wake_from from;
-	enum wait_shape shape;
-} hop_stage;
-
-#define MAX_STAGES 8
-
-/*
- * Waits on its auto-reset event once per stage, recording the executor each
- * stage registered on and the one whose poll saw it complete.
- */
-typedef struct hop_task {
-	sb_task task;
-	group_view *v;
-	const hop_stage *stages;
-	int nstages;
-	sb_auto_event ev;
-	sb_semaphore idle; /* FROM_PLAIN_THREAD: released once the task is idle */
-	int stage;
-	int registered;
-	int polls;
-	sb_auto_event_wait wait;
-	sb_timeout timeout;
-	sb_sleep sleep;
-	relay_task relay[MAX_STAGES][2];
-	sb_executor *waited_on[MAX_STAGES];
-	sb_executor *woke_on[MAX_STAGES];
-} hop_task;
-
-/* Cancels what the current stage registered. */
-static void hop_unregister(hop_task *h)
-{
-	if (!h->registered)
-		return;
-	const hop_stage *st = &h->stages[h->stage];
-	if (st->shape == UNDER_TIMEOUT)
-		sb_timeout_cancel(&h->timeout);
-	else
-		sb_auto_event_wait_cancel(&h->wait);
-	if (st->shape == BESIDE_A_SLEEP)
-		sb_sleep_cancel(&h->sleep);
-	h->registered = 0;
-}
-
-/* Queues the stage's waker behind this poll, on this thread. */
-static int hop_arrange_wake(hop_task *h, sb_executor *cur)
-{
-	relay_task *q = &h->relay[h->stage][0], *p = &h->relay[h->stage][1];
-	switch (h->stages[h->stage].from) {
-	case FROM_NEXT_THREAD:
-		relay_init(p, h->v, NULL, &h->ev, NULL);
-		relay_init(q, h->v, p, NULL, NULL);
-		break;
-	case FROM_PLAIN_THREAD:
-		relay_init(q, h->v, NULL, NULL, &h->idle);
-		break;
-	default:
-		return 0;
-	}
-	return sb_spawn(cur, &q->task, NULL);
-}
-
-static int hop_poll(sb_task *t, const sb_waker *w)
-{
-	hop_task *h = SB_CONTAINER_OF(t, hop_task, task);
-	sb_executor *cur = sb_executor_current();
-	h->polls++;
-	while (h->stage < h->nstages) {
-		const hop_stage *st = &h->stages[h->stage];
-		int r;
-		if (!h->registered) {
-			sb_auto_event_wait_init(&h->wait, &h->ev);
-			if (st->shape == UNDER_TIMEOUT)
-				sb_timeout_init(&h->timeout, &h->wait, &sb_auto_event_wait_ops,
-						BLOCKING_WAIT);
-			if (st->shape == BESIDE_A_SLEEP) {
-				sb_sleep_init(&h->sleep, BLOCKING_WAIT);
-				r = sb_sleep_poll(&h->sleep, w);
-				if (r != SB_PENDING)
-					return r ? r : -EPROTO;
-			}
-		}
-		if (st->shape == UNDER_TIMEOUT)
-			r = sb_timeout_poll(&h->timeout, w);
-		else
-			r = sb_auto_event_wait_poll(&h->wait, w);
-		if (r == SB_PENDING) {
-			if (!h->registered) {
-				h->registered = 1;
-				h->waited_on[h->stage] = cur;
-				int rc = hop_arrange_wake(h, cur);
-				if (rc) {
-					hop_unregister(h);
-					return rc;
-				}
-			}
-			return SB_PENDING;
-		}
-		if (st->shape == BESIDE_A_SLEEP)
-			sb_sleep_cancel(&h->sleep);
-		h->registered = 0;
-		if (r)
-			return r;
-		h->woke_on[h->stage] = cur;
-		h->stage++;
-	}
-	return 0;
-}
-
-static void hop_cancel(sb_task *t)
-{
-	hop_unregister(SB_CONTAINER_OF(t, hop_task, task));
-}
-
-static void hop_init(hop_task *h, group_view *v, const hop_stage *stages, int nstages)
-{
-	assert_true(nstages <= MAX_STAGES);
-	memset(h, 0, sizeof *h);
-	sb_task_init(&h->task, hop_poll, hop_cancel, NULL);
-	h->v = v, h->stages = stages, h->nstages = nstages;
-	sb_auto_event_init(&h->ev, false);
-	sb_semaphore_init(&h->idle, 0);
-}
-
-/* For spawning the same (released) task again: the record only, no sb_task_init. */
-static void hop_reset(hop_task *h)
-{
-	h->stage = 0, h->registered = 0, h->polls = 0;
-	memset(h->waited_on, 0, sizeof h->waited_on);
-	memset(h->woke_on, 0, sizeof h->woke_on);
-}
-
-/* The test's side of every FROM_PLAIN_THREAD stage `k`: wake once idle. */
-static void hop_wake_from_here(hop_task *h, int k)
-{
-	assert_int_equal(h->stages[k].from, FROM_PLAIN_THREAD);
-	assert_int_equal(sb_semaphore_acquire_blocking(&h->idle, 1, BLOCKING_WAIT), 0);
-	sb_auto_event_set(&h->ev);
-}
-
-/*
- * After the join: every stage completed on the thread it waited on, except
- * that a floating task woken from the next group thread with no timer armed
- * completed on that (the waker's) thread.  Each stage registered where the
- * previous one completed, and the task was polled exactly once per wake.
- */
-static void hop_check(const hop_task *h, bool floating)
-{
-	const group_view *v = h->v;
-	assert_int_equal(h->stage, h->nstages);
-	assert_int_equal(h->polls, h->nstages + 1);
-	for (int k = 0; k < h->nstages; k++) {
-		const hop_stage *st = &h->stages[k];
-		size_t at = view_index(v, h->waited_on[k]);
-		assert_true(at < v->n);
-		assert_true(view_index(v, h->woke_on[k]) < v->n);
-		if (k > 0)
-			assert_ptr_equal(h->waited_on[k], h->woke_on[k - 1]);
-		if (st->from == FROM_ELSEWHERE)
-			continue;
-		sb_executor *waker_ex = v->ex[(at + 1) % v->n];
-		assert_ptr_equal(h->relay[k][0].ran_on, h->waited_on[k]);
-		if (st->from == FROM_NEXT_THREAD)
-			assert_ptr_equal(h->relay[k][1].ran_on, waker_ex);
-		bool moves = floating && st->from == FROM_NEXT_THREAD && st->shape == BARE;
-		assert_ptr_equal(h->woke_on[k], moves ? waker_ex : h->waited_on[k]);
-	}
-}
-
-static void hop_wait_released(const hop_task *h)
-{
-	wait_released(&h->task);
-	for (int k = 0; k < h->nstages; k++) {
-		if (h->stages[k].from == FROM_ELSEWHERE)
-			continue;
-		wait_released(&h->relay[k][0].task);
-		if (h->stages[k].from == FROM_NEXT_THREAD)
-			wait_released(&h->relay[k][1].task);
-	}
-}
-
-static void hop_destroy(hop_task *h)
-{
-	assert_int_equal(sb_auto_event_destroy(&h->ev), 0);
-	assert_int_equal(sb_semaphore_available(&h->idle), 0);
-	assert_int_equal(sb_semaphore_destroy(&h->idle), 0);
-}
-
-/* Spawns every task, joins each, checks each; shuts the group down. */
-static void hop_run_all(group_view *v, hop_task *h, int tasks, const size_t *where, bool floating)
-{
-	sb_join *j = calloc((size_t)tasks, sizeof *j);
-	assert_non_null(j);
-	for (int i = 0; i < tasks; i++)
-		assert_int_equal(sb_executor_group_spawn(&v->g, where[i], &h[i].task, &j[i]), 0);
-	for (int k = 0; k < h[0].nstages; k++)
-		if (h[0].stages[k].from == FROM_PLAIN_THREAD)
-			for (int i = 0; i < tasks; i++)
-				hop_wake_from_here(&h[i], k);
-	for (int i = 0; i < tasks; i++)
-		assert_int_equal(sb_join_wait(&j[i]), 0);
-	for (int i = 0; i < tasks; i++)
-		hop_check(&h[i], floating);
-	size_t cancelled = 99;
-	assert_int_equal(sb_executor_group_shutdown(&v->g, &cancelled), 0);
-	assert_int_equal(cancelled, 0);
-	for (int i = 0; i < tasks; i++) {
-		assert_true(sb_task_is_released(&h[i].task));
-		hop_wait_released(&h[i]); /* after shutdown: already true */
-		hop_destroy(&h[i]);
-	}
-	free(j);
-}
-
-/* Runs `tasks` floating hop tasks through `stages` on a group of `threads`. */
-static void hop_run_floating(group_view *v, size_t threads, hop_task *h, int tasks,
-			     const hop_stage *stages, int nstages)
-{
-	size_t *where = calloc((size_t)tasks, sizeof *where);
-	assert_non_null(where);
-	view_init(v, threads);
-	for (int i = 0; i < tasks; i++) {
-		hop_init(&h[i], v, stages, nstages);
-		where[i] = SB_GROUP_FLOATING;
-	}
-	hop_run_all(v, h, tasks, where, true);
-	free(where);
-}
 
 /* ------------------------------------------------------------ where it runs */
 
@@ -642,88 +309,51 @@ struct shutdown_scene {
 enum { HOLDER, SPINNER, FINISHER };
 
 /*
- * HOLDER: takes a permit of `sem`, then waits on `gate` forever, each wait
- * under a timeout when `timed` (so a timer is armed).  SPINNER: yields
- * forever (always queued or running).  FINISHER: returns at once.
+ * HOLDER: a holder task (exec_support.h) on `sem` and `gate`, its waits
+ * under timeouts when `timed` (so a timer is armed).  SPINNER: yields
+ * forever (always queued or running).  FINISHER: returns at once.  Every
+ * kind that waits releases `started` once.
  */
 typedef struct shut_task {
-	sb_task task;
-	struct shutdown_scene *sc;
+	holder_task h; /* its task is this task */
 	int kind;
-	int timed;
-	int stage;
-	int signalled;
-	sb_semaphore_acquire acq;
-	sb_timeout timeout;
 	sb_yield y;
+	pthread_t caller;
 	atomic_int cancels;
 	atomic_int cancels_on_caller;
 } shut_task;
 
-static int shut_wait(shut_task *st, sb_semaphore *s, bool fresh, const sb_waker *w)
-{
-	if (fresh) {
-		sb_semaphore_acquire_init(&st->acq, s, 1);
-		if (st->timed)
-			sb_timeout_init(&st->timeout, &st->acq, &sb_semaphore_acquire_ops,
-					BLOCKING_WAIT);
-	}
-	if (st->timed)
-		return sb_timeout_poll(&st->timeout, w);
-	return sb_semaphore_acquire_poll(&st->acq, w);
-}
-
 static int shut_poll(sb_task *t, const sb_waker *w)
 {
-	shut_task *st = SB_CONTAINER_OF(t, shut_task, task);
-	struct shutdown_scene *sc = st->sc;
-	int r = SB_PENDING;
+	shut_task *st = SB_CONTAINER_OF(t, shut_task, h.task);
 	if (st->kind == FINISHER)
 		return 0;
-	if (st->kind == SPINNER) {
-		sb_yield_init(&st->y);
-		r = sb_yield_poll(&st->y, w);
-	} else if (st->stage <= 1) {
-		r = shut_wait(st, &sc->sem, st->stage == 0, w);
-		st->stage = 1;
-		if (r < 0)
-			return r;
-		if (r == 0) {
-			st->stage = 2;
-			r = shut_wait(st, &sc->gate, true, w);
-			if (r != SB_PENDING) {
-				sb_semaphore_release(&sc->sem, 1);
-				return r < 0 ? r : -EPROTO;
-			}
-		}
-	} else {
-		r = shut_wait(st, &sc->gate, false, w);
-		if (r != SB_PENDING) {
-			sb_semaphore_release(&sc->sem, 1);
-			return r < 0 ? r : -EPROTO;
-		}
-	}
-	if (!st->signalled) {
-		st->signalled = 1;
-		sb_semaphore_release(&sc->started, 1);
-	}
-	return SB_PENDING;
+	if (st->kind == HOLDER)
+		return holder_step(&st->h, w);
+	sb_yield_init(&st->y);
+	int r = sb_yield_poll(&st->y, w);
+	holder_signal_once(&st->h);
+	return r;
 }
 
 static void shut_cancel(sb_task *t)
 {
-	shut_task *st = SB_CONTAINER_OF(t, shut_task, task);
+	shut_task *st = SB_CONTAINER_OF(t, shut_task, h.task);
 	atomic_fetch_add(&st->cancels, 1);
-	if (pthread_equal(pthread_self(), st->sc->caller))
+	if (pthread_equal(pthread_self(), st->caller))
 		atomic_fetch_add(&st->cancels_on_caller, 1);
-	if (st->kind != HOLDER || st->stage == 0)
-		return;
-	if (st->timed)
-		sb_timeout_cancel(&st->timeout);
-	else
-		sb_semaphore_acquire_cancel(&st->acq);
-	if (st->stage == 2)
-		sb_semaphore_release(&st->sc->sem, 1);
+	if (st->kind == HOLDER)
+		holder_cancel_step(&st->h);
+}
+
+static void shut_init(shut_task *st, struct shutdown_scene *sc, int kind, bool timed)
+{
+	memset(st, 0, sizeof *st);
+	holder_init(&st->h, &sc->sem, &sc->gate, &sc->started);
+	sb_task_init(&st->h.task, shut_poll, shut_cancel, NULL);
+	st->h.timed = timed;
+	st->kind = kind;
+	st->caller = sc->caller;
 }
 
 static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
@@ -754,12 +384,10 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 	size_t unfinished = 0;
 	for (int i = 0; i < TASKS; i++) {
 		shut_task *st = &tasks[i];
-		memset(st, 0, sizeof *st);
-		sb_task_init(&st->task, shut_poll, shut_cancel, NULL);
-		st->sc = &sc, st->kind = plan[i].kind, st->timed = plan[i].timed;
+		shut_init(st, &sc, plan[i].kind, plan[i].timed);
 		unfinished += st->kind != FINISHER;
 		size_t where = plan[i].floating ? SB_GROUP_FLOATING : SB_GROUP_ANY;
-		assert_int_equal(sb_executor_group_spawn(&v.g, where, &st->task, &joins[i]), 0);
+		assert_int_equal(sb_executor_group_spawn(&v.g, where, &st->h.task, &joins[i]), 0);
 	}
 	/* Every holder is idle now (K on the gate, the rest queued on `sem`), the
 	 * spinners are queued or running, the finishers are done. */
@@ -781,7 +409,7 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 			/* Floating: on the shutdown caller's thread; pinned: on their own. */
 			assert_int_equal(atomic_load(&st->cancels_on_caller), plan[i].floating);
 		}
-		assert_true(sb_task_is_released(&st->task));
+		assert_true(sb_task_is_released(&st->h.task));
 	}
 	assert_int_equal(sb_semaphore_available(&sc.sem), K);
 	assert_int_equal(sb_semaphore_destroy(&sc.sem), 0);
@@ -789,11 +417,10 @@ static void group_shutdown_cancels_idle_and_queued_floating_tasks(void **state)
 	assert_int_equal(sb_semaphore_destroy(&sc.started), 0);
 	assert_int_equal(sb_executor_group_shutdown(&v.g, NULL), -ESHUTDOWN);
 	shut_task late;
-	memset(&late, 0, sizeof late);
-	sb_task_init(&late.task, shut_poll, shut_cancel, NULL);
-	assert_int_equal(sb_executor_group_spawn(&v.g, SB_GROUP_FLOATING, &late.task, NULL),
+	shut_init(&late, &sc, HOLDER, false);
+	assert_int_equal(sb_executor_group_spawn(&v.g, SB_GROUP_FLOATING, &late.h.task, NULL),
 			 -ESHUTDOWN);
-	assert_true(sb_task_is_released(&late.task));
+	assert_true(sb_task_is_released(&late.h.task));
 	sb_watchdog_stop(&wd);
 }
 

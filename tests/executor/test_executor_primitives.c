@@ -27,7 +27,6 @@
 #include "watchdog.h"
 
 #define THREADS 4
-#define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC)
 
 /* ------------------------------------------------------------ mutex */
 

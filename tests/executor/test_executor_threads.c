@@ -26,8 +26,6 @@
 #include "exec_support.h"
 #include "watchdog.h"
 
-#define BLOCKING_WAIT (30 * SB_NSEC_PER_SEC) /* bounds every blocking wait */
-
 /* ------------------------------------------------------------ limiter */
 
 typedef struct limited_task {
@@ -331,59 +329,6 @@ static void join_wait_on_the_tasks_own_executor_fails_with_edeadlk(void **state)
 
 /* ------------------------------------------------------------ shutdown */
 
-/* Holds a permit of `sem` and waits on `gate` forever; signals `started` once. */
-typedef struct holder_task {
-	sb_task task;
-	sb_semaphore *sem;
-	sb_semaphore *gate;
-	sb_semaphore *started;
-	sb_semaphore_acquire acq;
-	int stage;
-	int signalled;
-} holder_task;
-
-static int holder_poll(sb_task *t, const sb_waker *w)
-{
-	holder_task *h = SB_CONTAINER_OF(t, holder_task, task);
-	int r = SB_PENDING;
-	switch (h->stage) {
-	case 0:
-		sb_semaphore_acquire_init(&h->acq, h->sem, 1);
-		h->stage = 1;
-		/* fallthrough */
-	case 1:
-		r = sb_semaphore_acquire_poll(&h->acq, w);
-		if (r < 0)
-			return r;
-		if (r == SB_PENDING)
-			break;
-		h->stage = 2;
-		sb_semaphore_acquire_init(&h->acq, h->gate, 1);
-		/* fallthrough */
-	default:
-		r = sb_semaphore_acquire_poll(&h->acq, w);
-		if (r == 0)
-			sb_semaphore_release(h->sem, 1);
-		if (r != SB_PENDING)
-			return r;
-	}
-	if (!h->signalled) {
-		h->signalled = 1;
-		sb_semaphore_release(h->started, 1);
-	}
-	return SB_PENDING;
-}
-
-static void holder_cancel(sb_task *t)
-{
-	holder_task *h = SB_CONTAINER_OF(t, holder_task, task);
-	if (h->stage == 0)
-		return;
-	sb_semaphore_acquire_cancel(&h->acq);
-	if (h->stage == 2)
-		sb_semaphore_release(h->sem, 1);
-}
-
 static void group_shutdown_with_queued_tasks_returns_every_permit(void **state)
 {
 	(void)state;
@@ -397,9 +342,7 @@ static void group_shutdown_with_queued_tasks_returns_every_permit(void **state)
 	holder_task h[TASKS];
 	sb_join j[TASKS];
 	for (int i = 0; i < TASKS; i++) {
-		memset(&h[i], 0, sizeof h[i]);
-		sb_task_init(&h[i].task, holder_poll, holder_cancel, NULL);
-		h[i].sem = &sem, h[i].gate = &gate, h[i].started = &started;
+		holder_init(&h[i], &sem, &gate, &started);
 		assert_int_equal(sb_executor_group_spawn(&g, SB_GROUP_ANY, &h[i].task, &j[i]), 0);
 	}
 	/* Every task is now waiting: K hold a permit, the rest are queued. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_condvar - model-based fuzzing of sb_condvar over sb_mutex (see
- * fuzz_common.h).  Slots hold condvar waits or plain mutex lock futures, so
+ * fuzz_common.h).  Its waits have finer states than fuzz_lifecycle.h's
+ * lifecycle; they share its queues and bulk operations.  Slots hold condvar waits or plain mutex lock futures, so
  * waits re-acquiring the mutex interleave with ordinary lockers.
  *
  * Reference model (include/syncband/condvar.h and mutex.h), over a strict
@@ -35,7 +36,7 @@
  * Input: a sequence of operations, one opcode byte (see `ops` below) and its
  * argument bytes each.  tests/fuzz/make_seeds.py writes the seed corpus.
  */
-#include "fuzz_common.h"
+#include "fuzz_lifecycle.h"
 
 enum {
 	K_WAIT, /* sb_condvar_wait */
@@ -76,44 +77,30 @@ static sb_condvar *cv;
 
 static struct {
 	bool locked;
-	int mq[FZ_NALL];
-	int mqlen;
-	int cvq[FZ_NALL];
-	int cvqlen;
+	fz_queue mq;  /* queued for the mutex */
+	fz_queue cvq; /* registered at the condvar */
 } M;
 
 /* ------------------------------------------------------------- the model */
-
-static void q_remove(int *q, int *len, int s)
-{
-	int i = 0;
-	while (i < *len && q[i] != s)
-		i++;
-	FZ_ASSERT_MODEL(i < *len);
-	memmove(&q[i], &q[i + 1], (size_t)(*len - i - 1) * sizeof q[0]);
-	(*len)--;
-}
 
 /* The holder lets go of the mutex: hand it to the oldest locker, or unlock. */
 static void m_pass(void)
 {
 	FZ_ASSERT_MODEL(M.locked);
-	if (M.mqlen == 0) {
+	if (M.mq.len == 0) {
 		M.locked = false;
 		return;
 	}
-	int h = M.mq[0];
-	q_remove(M.mq, &M.mqlen, h);
+	int h = fz_q_pop(&M.mq);
 	S[h].st = U_HANDED;
 	fz_wake_registered(h);
 }
 
 static void m_notify_one(void)
 {
-	if (M.cvqlen == 0)
+	if (M.cvq.len == 0)
 		return;
-	int h = M.cvq[0];
-	q_remove(M.cvq, &M.cvqlen, h);
+	int h = fz_q_pop(&M.cvq);
 	S[h].st = U_NOTIFIED;
 	S[h].by_one = true;
 	fz_wake_registered(h);
@@ -121,9 +108,8 @@ static void m_notify_one(void)
 
 static void m_notify_all(void)
 {
-	while (M.cvqlen > 0) {
-		int h = M.cvq[0];
-		q_remove(M.cvq, &M.cvqlen, h);
+	while (M.cvq.len > 0) {
+		int h = fz_q_pop(&M.cvq);
 		S[h].st = U_NOTIFIED;
 		S[h].by_one = false;
 		fz_wake_registered(h);
@@ -133,7 +119,7 @@ static void m_notify_all(void)
 static void step_end(void)
 {
 	fz_step_check_wakers();
-	FZ_ASSERT_MODEL(M.locked || M.mqlen == 0);
+	FZ_ASSERT_MODEL(M.locked || M.mq.len == 0);
 	FZ_EXPECT("sb_mutex_is_locked", M.locked, sb_mutex_is_locked(mtx));
 }
 
@@ -159,7 +145,7 @@ static void new_condvar(bool static_init)
 	else
 		FZ_EXPECT_RES("sb_condvar_init", 0, sb_condvar_init(cv));
 	fz_locks[1] = FZ_LOCKWORD(cv);
-	M.cvqlen = 0;
+	M.cvq.len = 0;
 }
 
 static bool slot_active(int s)
@@ -196,7 +182,7 @@ static int m_lock_or_queue(int s, fz_wid w)
 		S[s].result = 0;
 		return 0;
 	}
-	M.mq[M.mqlen++] = s;
+	fz_q_push(&M.mq, s);
 	fz_register(s, w);
 	S[s].st = U_MQ;
 	return SB_PENDING;
@@ -225,7 +211,7 @@ static void op_poll(int s, fz_wid w)
 			x->st = U_DONE;
 			x->result = -EPERM;
 		} else {
-			M.cvq[M.cvqlen++] = s;
+			fz_q_push(&M.cvq, s);
 			fz_register(s, w);
 			x->st = U_CVQ;
 			m_pass(); /* registered first, then the mutex is released */
@@ -288,7 +274,7 @@ static void op_cancel(int s, bool free_it)
 		x->st = U_CANCELLED;
 		break;
 	case U_CVQ:
-		q_remove(M.cvq, &M.cvqlen, s);
+		fz_q_remove(&M.cvq, s);
 		fz_drop_registered(s);
 		x->st = U_CANCELLED;
 		break;
@@ -298,7 +284,7 @@ static void op_cancel(int s, bool free_it)
 		x->st = U_CANCELLED;
 		break;
 	case U_MQ:
-		q_remove(M.mq, &M.mqlen, s);
+		fz_q_remove(&M.mq, s);
 		fz_drop_registered(s);
 		if (pass_notification)
 			m_notify_one();
@@ -327,7 +313,7 @@ static void op_cancel(int s, bool free_it)
 
 static void op_notify_one(void)
 {
-	fz_step_begin("notify_one() [%d registered]", M.cvqlen);
+	fz_step_begin("notify_one() [%d registered]", M.cvq.len);
 	m_notify_one();
 	sb_condvar_notify_one(cv);
 	step_end();
@@ -335,7 +321,7 @@ static void op_notify_one(void)
 
 static void op_notify_all(void)
 {
-	fz_step_begin("notify_all() [%d registered]", M.cvqlen);
+	fz_step_begin("notify_all() [%d registered]", M.cvq.len);
 	m_notify_all();
 	sb_condvar_notify_all(cv);
 	step_end();
@@ -366,8 +352,8 @@ static void op_unlock(void)
 
 static void op_destroy(bool static_init)
 {
-	if (M.cvqlen > 0) {
-		fz_step_begin("condvar destroy() while %d wait(s) registered", M.cvqlen);
+	if (M.cvq.len > 0) {
+		fz_step_begin("condvar destroy() while %d wait(s) registered", M.cvq.len);
 		FZ_EXPECT_RES("sb_condvar_destroy", -EBUSY, sb_condvar_destroy(cv));
 		step_end();
 		return;
@@ -389,31 +375,15 @@ static void op_destroy(bool static_init)
 	step_end();
 }
 
-static void op_crowd(int k, int kind, uint8_t wbyte)
+/* A crowd slot's init: a wait's first poll needs the mutex held, so lock it first. */
+static void op_crowd_init(int s, uint8_t kind)
 {
-	for (int i = 0; i < k; i++) {
-		int s = FZ_NSLOTS + i;
-		if (slot_active(s))
-			continue;
-		/* A wait's first poll needs the mutex held: lock it first. */
-		if (kind == K_WAIT && !M.locked)
-			op_try_lock();
-		op_init(s, kind);
-		op_poll(s, fz_waker_choice(s, wbyte));
-	}
+	if (kind == K_WAIT && !M.locked)
+		op_try_lock();
+	op_init(s, kind);
 }
 
-static void op_cancel_crowd(uint8_t how)
-{
-	for (int i = 0; i < FZ_NCROWD; i++)
-		op_cancel((how & 1) ? FZ_NALL - 1 - i : FZ_NSLOTS + i, how & 2);
-}
-
-static void op_poll_all(uint8_t wbyte)
-{
-	for (int s = 0; s < FZ_NALL; s++)
-		op_poll(s, fz_waker_choice(s, wbyte));
-}
+static const fz_slot_ops slot_ops = { slot_active, op_crowd_init, op_poll, op_cancel };
 
 /* ------------------------------------------------------------- the driver */
 
@@ -484,23 +454,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_CROWD: {
 			uint8_t k = fz_byte(&in);
 			uint8_t kind = fz_byte(&in);
-			op_crowd(1 + k % FZ_NCROWD, (kind & 3) == 3 ? K_LOCK : K_WAIT, fz_byte(&in));
+			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, (kind & 3) == 3 ? K_LOCK : K_WAIT,
+				 fz_byte(&in));
 			break;
 		}
 		case OP_CANCEL_CROWD:
-			op_cancel_crowd(fz_byte(&in));
+			fz_cancel_crowd(&slot_ops, fz_byte(&in));
 			break;
 		case OP_POLL_ALL:
-			op_poll_all(fz_byte(&in));
+			fz_poll_all(&slot_ops, fz_byte(&in));
 			break;
 		}
 	}
 
-	fz_in_final = true;
-	for (int s = 0; s < FZ_NALL; s++)
-		op_cancel(s, true);
-	FZ_ASSERT_MODEL(M.mqlen == 0 && M.cvqlen == 0);
-	fz_check_no_live_wakers();
+	fz_cancel_all(&slot_ops);
+	FZ_ASSERT_MODEL(M.mq.len == 0 && M.cvq.len == 0);
 	if (M.locked)
 		op_unlock();
 	op_unlock(); /* -EPERM: nothing changes */

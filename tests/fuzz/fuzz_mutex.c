@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_mutex - model-based fuzzing of sb_mutex (see fuzz_common.h).
+ * fuzz_mutex - model-based fuzzing of sb_mutex (see fuzz_common.h; the
+ * future lifecycle is fuzz_lifecycle.h's).
  *
  * Reference model (include/syncband/mutex.h), for both modes (the first
  * input byte picks one) and a clock the input moves (OP_TIME):
@@ -38,23 +39,16 @@
  * Input: a sequence of operations, one opcode byte (see `ops` below) and its
  * argument bytes each.  tests/fuzz/make_seeds.py writes the seed corpus.
  */
-#include "fuzz_common.h"
+#include "fuzz_lifecycle.h"
 
 #include "clock.h"
 
-typedef struct slot {
-	int st;
-	sb_mutex_lock *f;
-} slot;
-
-static slot S[FZ_NALL];
 static sb_mutex *mtx;
 
 static struct {
 	bool locked;
 	bool fifo;
-	int q[FZ_NALL];
-	int qlen;
+	fz_queue q;
 	bool woken[FZ_NALL];
 	uint64_t lost_since[FZ_NALL];
 	uint64_t now;
@@ -69,14 +63,11 @@ static uint64_t model_clock(void)
 
 /* ------------------------------------------------------------- the model */
 
-static void q_remove(int s)
+/* Remembers that queued `s` lost the mutex now, unless it had already. */
+static void m_lost(int s)
 {
-	int i = 0;
-	while (i < M.qlen && M.q[i] != s)
-		i++;
-	FZ_ASSERT_MODEL(i < M.qlen);
-	memmove(&M.q[i], &M.q[i + 1], (size_t)(M.qlen - i - 1) * sizeof M.q[0]);
-	M.qlen--;
+	if (!M.lost_since[s])
+		M.lost_since[s] = M.now ? M.now : 1;
 }
 
 /* Whether letting go hands the mutex to the oldest waiter `h`. */
@@ -84,8 +75,8 @@ static bool m_hands_off(int h)
 {
 	if (M.fifo)
 		return true;
-	if (M.woken[h] && !M.lost_since[h]) /* passed before it could try */
-		M.lost_since[h] = M.now ? M.now : 1;
+	if (M.woken[h]) /* passed before it could try */
+		m_lost(h);
 	if (!M.phase && !M.lost_since[h])
 		return false;
 	if (M.phase) {
@@ -102,7 +93,7 @@ static bool m_hands_off(int h)
 /* Wakes the oldest waiter, unless it is woken already. */
 static void m_wake_head(void)
 {
-	int h = M.q[0];
+	int h = M.q.q[0];
 	if (M.woken[h])
 		return;
 	M.woken[h] = true;
@@ -113,19 +104,20 @@ static void m_wake_head(void)
 static void m_pass(void)
 {
 	FZ_ASSERT_MODEL(M.locked);
-	if (M.qlen == 0) {
+	if (M.q.len == 0) {
 		M.locked = false;
 		M.phase = 0;
 		return;
 	}
-	int h = M.q[0];
+	int h = M.q.q[0];
 	if (m_hands_off(h)) {
-		q_remove(h);
-		S[h].st = FS_DETACHED;
-		if (!M.woken[h])
-			fz_wake_registered(h); /* a woken one's waker is spent */
+		fz_q_remove(&M.q, h);
+		if (M.woken[h])
+			fz_complete_woken(h, 0); /* a woken one's waker is spent */
+		else
+			fz_complete(h, 0);
 		M.woken[h] = false;
-		if (M.qlen == 0)
+		if (M.q.len == 0)
 			M.phase = 0; /* the phase ends with the queue */
 		return;
 	}
@@ -137,13 +129,85 @@ static void step_end(void)
 {
 	fz_step_check_wakers();
 	/* A free mutex with futures queued has woken the oldest (fair mode). */
-	FZ_ASSERT_MODEL(M.locked || M.qlen == 0 || (!M.fifo && M.woken[M.q[0]]));
+	FZ_ASSERT_MODEL(M.locked || M.q.len == 0 || (!M.fifo && M.woken[M.q.q[0]]));
 	FZ_EXPECT("sb_mutex_is_locked", M.locked, sb_mutex_is_locked(mtx));
 }
 
-/* ---------------------------------------------------------------- the ops */
+static void lock_init(void *f, int s)
+{
+	sb_mutex_lock_init(f, mtx);
+	M.woken[s] = false;
+	M.lost_since[s] = 0;
+}
 
-static void op_cancel(int s, bool free_it);
+static int first_poll(int s)
+{
+	if (!M.locked) {
+		M.locked = true;
+		return 0;
+	}
+	fz_q_push(&M.q, s);
+	return SB_PENDING;
+}
+
+static int queued_poll(int s, fz_wid w)
+{
+	if (!M.woken[s]) {
+		fz_reregister(s, w);
+		return SB_PENDING;
+	}
+	M.woken[s] = false;
+	if (!M.locked) { /* a woken head takes the free mutex */
+		fz_q_remove(&M.q, s);
+		M.locked = true;
+		return 0;
+	}
+	m_lost(s); /* lost to a barger: at the front again */
+	fz_register(s, w);
+	return SB_PENDING;
+}
+
+static bool woken(int s)
+{
+	return M.woken[s];
+}
+
+/* Left the queue: a woken head's wake goes on to the next. */
+static void cancel_queued(int s)
+{
+	if (M.q.len == 0)
+		M.phase = 0; /* the phase ends with the queue */
+	if (!M.woken[s])
+		return;
+	M.woken[s] = false;
+	if (!M.locked && M.q.len > 0)
+		m_wake_head();
+}
+
+/* Handed the mutex but never observed it: pass it on.  (Done: the caller
+ * holds the mutex, and its cancel does nothing.) */
+static void cancel_detached(int s)
+{
+	(void)s;
+	m_pass();
+}
+
+static const fz_model model = {
+	.future = "lock",
+	.poll_name = "sb_mutex_lock_poll",
+	.ops = &sb_mutex_lock_ops,
+	.size = sizeof(sb_mutex_lock),
+	.queue = &M.q,
+	.init = lock_init,
+	.first_poll = first_poll,
+	.queued_poll = queued_poll,
+	.woken = woken,
+	.cancel_queued = cancel_queued,
+	.cancel_detached = cancel_detached,
+	.step_end = step_end,
+};
+
+/* ---------------------------------------------------------------- the ops */
 
 static void new_mutex(bool static_init)
 {
@@ -156,115 +220,28 @@ static void new_mutex(bool static_init)
 		FZ_EXPECT_RES("sb_mutex_init", 0, sb_mutex_init(mtx));
 	fz_locks[0] = FZ_LOCKWORD(mtx);
 	M.locked = false;
-	M.qlen = 0;
+	M.q.len = 0;
 	M.phase = 0;
 }
 
-static void op_init(int s)
+static bool slot_busy(int s)
 {
-	if (S[s].st == FS_QUEUED || S[s].st == FS_DETACHED)
-		op_cancel(s, true);
-	fz_step_begin("lock_init(slot %d)", s);
-	free(S[s].f);
-	S[s].f = fz_xmalloc(sizeof *S[s].f);
-	sb_mutex_lock_init(S[s].f, mtx);
-	S[s].st = FS_IDLE;
-	M.woken[s] = false;
-	M.lost_since[s] = 0;
-	step_end();
+	return fz_slot_busy(&model, s);
 }
-
+static void op_init(int s, uint8_t arg)
+{
+	(void)arg;
+	fz_init(&model, s);
+}
 static void op_poll(int s, fz_wid w)
 {
-	slot *x = &S[s];
-	if (x->st == FS_UNUSED)
-		return;
-	fz_step_begin("lock_poll(slot %d, waker %s)", s, fz_wname(w));
-	int exp;
-	switch (x->st) {
-	case FS_IDLE:
-		if (!M.locked) {
-			M.locked = true;
-			x->st = FS_DONE;
-			exp = 0;
-		} else {
-			M.q[M.qlen++] = s;
-			fz_register(s, w);
-			x->st = FS_QUEUED;
-			exp = SB_PENDING;
-		}
-		break;
-	case FS_QUEUED:
-		exp = SB_PENDING;
-		if (!M.woken[s]) {
-			fz_reregister(s, w);
-		} else if (!M.locked) { /* a woken head takes the free mutex */
-			q_remove(s);
-			M.woken[s] = false;
-			M.locked = true;
-			x->st = FS_DONE;
-			exp = 0;
-		} else { /* lost to a barger: at the front again */
-			if (!M.lost_since[s])
-				M.lost_since[s] = M.now ? M.now : 1;
-			M.woken[s] = false;
-			fz_register(s, w);
-		}
-		break;
-	case FS_DETACHED:
-		x->st = FS_DONE;
-		exp = 0;
-		break;
-	case FS_DONE:
-		exp = 0;
-		break;
-	default:
-		exp = -ECANCELED;
-		break;
-	}
-	sb_waker wk = fz_waker(w);
-	FZ_EXPECT_RES("sb_mutex_lock_poll", exp, sb_mutex_lock_poll(x->f, &wk));
-	step_end();
+	fz_poll(&model, s, w);
 }
-
 static void op_cancel(int s, bool free_it)
 {
-	slot *x = &S[s];
-	if (x->st == FS_UNUSED)
-		return;
-	fz_step_begin("lock_cancel(slot %d)%s", s, free_it ? " + free" : "");
-	switch (x->st) {
-	case FS_IDLE:
-		x->st = FS_CANCELLED;
-		break;
-	case FS_QUEUED:
-		q_remove(s);
-		if (M.qlen == 0)
-			M.phase = 0; /* the phase ends with the queue */
-		if (M.woken[s]) { /* its waker is spent; the wake goes on */
-			M.woken[s] = false;
-			if (!M.locked && M.qlen > 0)
-				m_wake_head();
-		} else {
-			fz_drop_registered(s);
-		}
-		x->st = FS_CANCELLED;
-		break;
-	case FS_DETACHED:
-		m_pass(); /* handed the mutex but never observed it: pass it on */
-		x->st = FS_CANCELLED;
-		break;
-	default: /* done (the caller holds the mutex), cancelled: nothing */
-		break;
-	}
-	sb_mutex_lock_cancel(x->f);
-	if (free_it) {
-		free(x->f);
-		x->f = NULL;
-		x->st = FS_UNUSED;
-	}
-	step_end();
+	fz_cancel(&model, s, free_it);
 }
+static const fz_slot_ops slot_ops = { slot_busy, op_init, op_poll, op_cancel };
 
 static void op_try_lock(void)
 {
@@ -279,10 +256,7 @@ static void op_try_lock(void)
  * is that future's, and only its poll or cancel may act on it. */
 static bool handed_to_a_future(void)
 {
-	for (int s = 0; s < FZ_NALL; s++)
-		if (S[s].st == FS_DETACHED)
-			return true;
-	return false;
+	return fz_any_slot(FS_DETACHED);
 }
 
 static void op_unlock(void)
@@ -310,8 +284,8 @@ static void op_time(uint8_t how)
 
 static void op_destroy(bool static_init)
 {
-	if (M.locked || M.qlen > 0) {
-		fz_step_begin("destroy() while locked or waited on, %d future(s) queued", M.qlen);
+	if (M.locked || M.q.len > 0) {
+		fz_step_begin("destroy() while locked or waited on, %d future(s) queued", M.q.len);
 		FZ_EXPECT_RES("sb_mutex_destroy", -EBUSY, sb_mutex_destroy(mtx));
 		step_end();
 		return;
@@ -319,37 +293,11 @@ static void op_destroy(bool static_init)
 	fz_step_begin("destroy(), then %s%s", static_init ? "SB_MUTEX_INIT" : "sb_mutex_init",
 		      M.fifo ? " (FIFO)" : "");
 	FZ_EXPECT_RES("sb_mutex_destroy", 0, sb_mutex_destroy(mtx));
-	for (int s = 0; s < FZ_NALL; s++) {
-		FZ_ASSERT_MODEL(S[s].st != FS_QUEUED && S[s].st != FS_DETACHED);
-		free(S[s].f);
-		S[s] = (slot){ .st = FS_UNUSED };
-	}
+	FZ_ASSERT_MODEL(!fz_any_slot(FS_DETACHED));
+	fz_forget_slots();
 	free(mtx);
 	new_mutex(static_init);
 	step_end();
-}
-
-static void op_crowd(int k, uint8_t wbyte)
-{
-	for (int i = 0; i < k; i++) {
-		int s = FZ_NSLOTS + i;
-		if (S[s].st == FS_QUEUED || S[s].st == FS_DETACHED)
-			continue;
-		op_init(s);
-		op_poll(s, fz_waker_choice(s, wbyte));
-	}
-}
-
-static void op_cancel_crowd(uint8_t how)
-{
-	for (int i = 0; i < FZ_NCROWD; i++)
-		op_cancel((how & 1) ? FZ_NALL - 1 - i : FZ_NSLOTS + i, how & 2);
-}
-
-static void op_poll_all(uint8_t wbyte)
-{
-	for (int s = 0; s < FZ_NALL; s++)
-		op_poll(s, fz_waker_choice(s, wbyte));
 }
 
 /* ------------------------------------------------------------- the driver */
@@ -370,8 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_input in = { data, size };
 	fz_reset();
 	memset(&M, 0, sizeof M);
-	for (int s = 0; s < FZ_NALL; s++)
-		S[s] = (slot){ .st = FS_UNUSED };
+	fz_reset_slots();
 
 	uint8_t b0 = fz_byte(&in);
 	M.fifo = b0 & 2;
@@ -386,7 +333,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t op = fz_byte(&in);
 		switch (ops[op % 16]) {
 		case OP_INIT:
-			op_init(fz_byte(&in) % FZ_NSLOTS);
+			op_init(fz_byte(&in) % FZ_NSLOTS, 0);
 			break;
 		case OP_POLL: {
 			int s = fz_byte(&in) % FZ_NSLOTS;
@@ -409,14 +356,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_CROWD: {
 			uint8_t k = fz_byte(&in);
-			op_crowd(1 + k % FZ_NCROWD, fz_byte(&in));
+			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, 0, fz_byte(&in));
 			break;
 		}
 		case OP_CANCEL_CROWD:
-			op_cancel_crowd(fz_byte(&in));
+			fz_cancel_crowd(&slot_ops, fz_byte(&in));
 			break;
 		case OP_POLL_ALL:
-			op_poll_all(fz_byte(&in));
+			fz_poll_all(&slot_ops, fz_byte(&in));
 			break;
 		case OP_TIME:
 			op_time(fz_byte(&in));
@@ -424,11 +371,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 
-	fz_in_final = true;
-	for (int s = 0; s < FZ_NALL; s++)
-		op_cancel(s, true);
-	FZ_ASSERT_MODEL(M.qlen == 0);
-	fz_check_no_live_wakers();
+	fz_cancel_all(&slot_ops);
+	FZ_ASSERT_MODEL(M.q.len == 0);
 	if (M.locked)
 		op_unlock(); /* the last holder lets go: nobody waits now */
 	op_unlock();         /* and again: -EPERM, nothing changes */

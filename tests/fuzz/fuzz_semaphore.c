@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_semaphore - model-based fuzzing of sb_semaphore (see fuzz_common.h).
+ * fuzz_semaphore - model-based fuzzing of sb_semaphore (see fuzz_common.h;
+ * the future lifecycle is fuzz_lifecycle.h's).
  *
  * Reference model (include/syncband/semaphore.h):
  *   count     permits in the counter (may exceed the maximum only through a
@@ -33,27 +34,23 @@
  * argument bytes each.  tests/fuzz/make_seeds.py writes the seed corpus with
  * the same encoding.
  */
-#include "fuzz_common.h"
+#include "fuzz_lifecycle.h"
 
 #define MAXP SB_SEMAPHORE_MAX_PERMITS
 #define COUNT_CAP (2 * MAXP + 1)
 
-typedef struct slot {
-	int st;
+/* Each slot's request, beside its lifecycle (fz_slots). */
+static struct {
 	size_t n;    /* requested */
 	size_t owed; /* while queued */
-	int result;  /* FS_DETACHED / FS_DONE */
-	sb_semaphore_acquire *f;
-} slot;
+} A[FZ_NALL];
 
-static slot S[FZ_NALL];
 static sb_semaphore *sem;
 
 static struct {
 	size_t count;
 	bool closed;
-	int q[FZ_NALL];
-	int qlen;
+	fz_queue q;
 } M;
 
 static size_t permit_value(uint8_t v)
@@ -85,53 +82,98 @@ static const char *pname(size_t n)
 
 /* ------------------------------------------------------------- the model */
 
-static void q_push(int s)
-{
-	M.q[M.qlen++] = s;
-}
-
-static void q_remove(int s)
-{
-	int i = 0;
-	while (i < M.qlen && M.q[i] != s)
-		i++;
-	FZ_ASSERT_MODEL(i < M.qlen);
-	memmove(&M.q[i], &M.q[i + 1], (size_t)(M.qlen - i - 1) * sizeof M.q[0]);
-	M.qlen--;
-}
-
 /* Hands n permits to the queue in FIFO order; the rest to the counter once
  * nobody is queued. */
 static void m_grant(size_t n)
 {
-	while (n > 0 && M.qlen > 0) {
-		int h = M.q[0];
-		if (S[h].owed > n) {
-			S[h].owed -= n;
+	while (n > 0 && M.q.len > 0) {
+		int h = M.q.q[0];
+		if (A[h].owed > n) {
+			A[h].owed -= n;
 			return;
 		}
-		n -= S[h].owed;
-		S[h].owed = 0;
-		q_remove(h);
-		S[h].st = FS_DETACHED;
-		S[h].result = 0;
-		fz_wake_registered(h);
+		n -= A[h].owed;
+		A[h].owed = 0;
+		fz_q_remove(&M.q, h);
+		fz_complete(h, 0);
 	}
-	if (M.qlen == 0) /* the counter saturates instead of wrapping (semaphore.h) */
+	if (M.q.len == 0) /* the counter saturates instead of wrapping (semaphore.h) */
 		M.count = M.count > COUNT_CAP - n ? COUNT_CAP : M.count + n;
 }
 
 static void step_end(void)
 {
 	fz_step_check_wakers();
-	FZ_ASSERT_MODEL(M.qlen == 0 || M.count == 0);
+	FZ_ASSERT_MODEL(M.q.len == 0 || M.count == 0);
 	FZ_EXPECT_SIZE("sb_semaphore_available", M.count, sb_semaphore_available(sem));
 	FZ_EXPECT("sb_semaphore_is_closed", M.closed, sb_semaphore_is_closed(sem));
 }
 
-/* ---------------------------------------------------------------- the ops */
+static void acquire_init(void *f, int s)
+{
+	sb_semaphore_acquire_init(f, sem, A[s].n);
+}
 
-static void op_cancel(int s, bool free_it);
+static int first_poll(int s)
+{
+	size_t n = A[s].n;
+	if (n > MAXP)
+		return -EINVAL;
+	if (M.closed)
+		return -ESHUTDOWN;
+	if (n == 0)
+		return 0;
+	if (M.q.len == 0 && M.count >= n) {
+		M.count -= n;
+		return 0;
+	}
+	if (M.q.len == 0) {
+		A[s].owed = n - M.count; /* the first waiter takes a partial grant */
+		M.count = 0;
+	} else {
+		A[s].owed = n;
+	}
+	fz_q_push(&M.q, s);
+	return SB_PENDING;
+}
+
+/* Its partial grant goes on in FIFO order. */
+static void cancel_queued(int s)
+{
+	m_grant(A[s].n - A[s].owed);
+}
+
+/* A full grant nobody observed goes back (a close's -ESHUTDOWN holds none). */
+static void cancel_detached(int s)
+{
+	if (fz_slots[s].result == 0)
+		m_grant(A[s].n);
+}
+
+static const char *describe(int s)
+{
+	static char buf[4][56];
+	static unsigned k;
+	char *b = buf[k++ & 3];
+	snprintf(b, 56, " [n=%s]", pname(A[s].n));
+	return b;
+}
+
+static const fz_model model = {
+	.future = "acquire",
+	.poll_name = "sb_semaphore_acquire_poll",
+	.ops = &sb_semaphore_acquire_ops,
+	.size = sizeof(sb_semaphore_acquire),
+	.queue = &M.q,
+	.init = acquire_init,
+	.first_poll = first_poll,
+	.cancel_queued = cancel_queued,
+	.cancel_detached = cancel_detached,
+	.step_end = step_end,
+	.describe = describe,
+};
+
+/* ---------------------------------------------------------------- the ops */
 
 static void new_semaphore(size_t permits, bool static_init)
 {
@@ -145,114 +187,34 @@ static void new_semaphore(size_t permits, bool static_init)
 	fz_locks[0] = FZ_LOCKWORD(sem);
 	M.count = permits;
 	M.closed = false;
-	M.qlen = 0;
+	M.q.len = 0;
 }
 
+static bool slot_busy(int s)
+{
+	return fz_slot_busy(&model, s);
+}
 static void op_init(int s, size_t n)
 {
-	if (S[s].st == FS_QUEUED || S[s].st == FS_DETACHED)
-		op_cancel(s, true);
-	fz_step_begin("acquire_init(slot %d, n=%s)", s, pname(n));
-	free(S[s].f);
-	S[s].f = fz_xmalloc(sizeof *S[s].f);
-	sb_semaphore_acquire_init(S[s].f, sem, n);
-	S[s].st = FS_IDLE;
-	S[s].n = n;
-	step_end();
+	if (slot_busy(s))
+		fz_cancel(&model, s, true); /* with its old request */
+	A[s].n = n;
+	A[s].owed = 0;
+	fz_init(&model, s);
 }
-
+static void op_crowd_init(int s, uint8_t v)
+{
+	op_init(s, permit_value(v));
+}
 static void op_poll(int s, fz_wid w)
 {
-	slot *x = &S[s];
-	if (x->st == FS_UNUSED)
-		return;
-	fz_step_begin("acquire_poll(slot %d [n=%s], waker %s)", s, pname(x->n), fz_wname(w));
-	int exp;
-	switch (x->st) {
-	case FS_IDLE:
-		if (x->n > MAXP) {
-			exp = -EINVAL;
-		} else if (M.closed) {
-			exp = -ESHUTDOWN;
-		} else if (x->n == 0) {
-			exp = 0;
-		} else if (M.qlen == 0 && M.count >= x->n) {
-			M.count -= x->n;
-			exp = 0;
-		} else {
-			if (M.qlen == 0) {
-				x->owed = x->n - M.count; /* the first waiter takes a partial grant */
-				M.count = 0;
-			} else {
-				x->owed = x->n;
-			}
-			q_push(s);
-			fz_register(s, w);
-			exp = SB_PENDING;
-		}
-		if (exp != SB_PENDING) {
-			x->st = FS_DONE;
-			x->result = exp;
-		} else {
-			x->st = FS_QUEUED;
-		}
-		break;
-	case FS_QUEUED:
-		fz_reregister(s, w);
-		exp = SB_PENDING;
-		break;
-	case FS_DETACHED:
-		x->st = FS_DONE;
-		exp = x->result;
-		break;
-	case FS_DONE:
-		exp = x->result;
-		break;
-	default: /* FS_CANCELLED */
-		exp = -ECANCELED;
-		break;
-	}
-	sb_waker wk = fz_waker(w);
-	int r = sb_semaphore_acquire_poll(x->f, &wk);
-	FZ_EXPECT_RES("sb_semaphore_acquire_poll", exp, r);
-	step_end();
+	fz_poll(&model, s, w);
 }
-
 static void op_cancel(int s, bool free_it)
 {
-	slot *x = &S[s];
-	if (x->st == FS_UNUSED)
-		return;
-	fz_step_begin("acquire_cancel(slot %d [n=%s])%s", s, pname(x->n),
-		      free_it ? " + free" : "");
-	switch (x->st) {
-	case FS_IDLE:
-		x->st = FS_CANCELLED;
-		break;
-	case FS_QUEUED: {
-		size_t partial = x->n - x->owed;
-		q_remove(s);
-		fz_drop_registered(s);
-		m_grant(partial);
-		x->st = FS_CANCELLED;
-		break;
-	}
-	case FS_DETACHED:
-		if (x->result == 0)
-			m_grant(x->n); /* a full grant nobody observed goes back */
-		x->st = FS_CANCELLED;
-		break;
-	default: /* FS_DONE, FS_CANCELLED: nothing */
-		break;
-	}
-	sb_semaphore_acquire_cancel(x->f);
-	if (free_it) {
-		free(x->f);
-		x->f = NULL;
-		x->st = FS_UNUSED;
-	}
-	step_end();
+	fz_cancel(&model, s, free_it);
 }
+static const fz_slot_ops slot_ops = { slot_busy, op_crowd_init, op_poll, op_cancel };
 
 static void op_try_acquire(size_t n)
 {
@@ -264,7 +226,7 @@ static void op_try_acquire(size_t n)
 		exp = -ESHUTDOWN;
 	else if (n == 0)
 		exp = 0;
-	else if (M.qlen > 0 || M.count < n)
+	else if (M.q.len > 0 || M.count < n)
 		exp = -EAGAIN;
 	else {
 		M.count -= n;
@@ -282,7 +244,7 @@ static void op_release(size_t n)
 		exp = -EOVERFLOW;
 	else if (n == 0)
 		exp = 0;
-	else if (M.qlen == 0 && M.count > MAXP - n)
+	else if (M.q.len == 0 && M.count > MAXP - n)
 		exp = -EOVERFLOW;
 	else
 		m_grant(n);
@@ -295,47 +257,33 @@ static void op_close(void)
 	fz_step_begin("close()");
 	M.closed = true;
 	size_t returned = 0;
-	while (M.qlen > 0) {
-		int h = M.q[0];
-		returned += S[h].n - S[h].owed;
-		q_remove(h);
-		S[h].st = FS_DETACHED;
-		S[h].result = -ESHUTDOWN;
-		fz_wake_registered(h);
+	while (M.q.len > 0) {
+		int h = fz_q_pop(&M.q);
+		returned += A[h].n - A[h].owed;
+		fz_complete(h, -ESHUTDOWN);
 	}
 	M.count += returned;
 	sb_semaphore_close(sem);
 	step_end();
 }
 
-static void forget_all_slots(void)
-{
-	for (int s = 0; s < FZ_NALL; s++) {
-		FZ_ASSERT_MODEL(S[s].st != FS_QUEUED && S[s].st != FS_DETACHED);
-		free(S[s].f);
-		S[s].f = NULL;
-		S[s].st = FS_UNUSED;
-	}
-}
-
 static void op_destroy(size_t permits, bool static_init)
 {
-	if (M.qlen > 0) {
-		fz_step_begin("destroy() while %d future(s) queued", M.qlen);
+	if (M.q.len > 0) {
+		fz_step_begin("destroy() while %d future(s) queued", M.q.len);
 		FZ_EXPECT_RES("sb_semaphore_destroy", -EBUSY, sb_semaphore_destroy(sem));
 		step_end();
 		return;
 	}
 	/* A granted future nobody observed would return its permits to a
 	 * destroyed semaphore when cancelled; the caller must not destroy then. */
-	for (int s = 0; s < FZ_NALL; s++)
-		if (S[s].st == FS_DETACHED)
-			return;
+	if (fz_any_slot(FS_DETACHED))
+		return;
 	fz_step_begin("destroy(), then %s(%s)%s", static_init ? "SB_SEMAPHORE_INIT" : "sb_semaphore_init",
 		      pname(permits > MAXP ? permits & 7 : permits),
 		      permits > MAXP ? ", after init(above the maximum) -> -EINVAL" : "");
 	FZ_EXPECT_RES("sb_semaphore_destroy", 0, sb_semaphore_destroy(sem));
-	forget_all_slots();
+	fz_forget_slots();
 	free(sem);
 	if (permits > MAXP) {
 		sb_semaphore *tmp = fz_xmalloc(sizeof *tmp);
@@ -346,38 +294,6 @@ static void op_destroy(size_t permits, bool static_init)
 	}
 	new_semaphore(permits, static_init);
 	step_end();
-}
-
-static bool slot_reusable(int s)
-{
-	return S[s].st != FS_QUEUED && S[s].st != FS_DETACHED;
-}
-
-/* Initialise and poll crowd slots [0, k): enough of them to need more than
- * one wake batch. */
-static void op_crowd(int k, size_t n, uint8_t wbyte)
-{
-	for (int i = 0; i < k; i++) {
-		int s = FZ_NSLOTS + i;
-		if (!slot_reusable(s))
-			continue;
-		op_init(s, n);
-		op_poll(s, fz_waker_choice(s, wbyte));
-	}
-}
-
-static void op_cancel_crowd(uint8_t how)
-{
-	for (int i = 0; i < FZ_NCROWD; i++) {
-		int s = (how & 1) ? FZ_NALL - 1 - i : FZ_NSLOTS + i;
-		op_cancel(s, how & 2);
-	}
-}
-
-static void op_poll_all(uint8_t wbyte)
-{
-	for (int s = 0; s < FZ_NALL; s++)
-		op_poll(s, fz_waker_choice(s, wbyte));
 }
 
 /* ------------------------------------------------------------- the driver */
@@ -399,8 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_input in = { data, size };
 	fz_reset();
 	memset(&M, 0, sizeof M);
-	for (int s = 0; s < FZ_NALL; s++)
-		S[s] = (slot){ .st = FS_UNUSED };
+	fz_reset_slots();
 
 	uint8_t b0 = fz_byte(&in);
 	size_t permits = permit_value(fz_byte(&in));
@@ -451,24 +366,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_CROWD: {
 			uint8_t k = fz_byte(&in);
 			uint8_t v = fz_byte(&in);
-			op_crowd(1 + k % FZ_NCROWD, permit_value(v), fz_byte(&in));
+			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, v, fz_byte(&in));
 			break;
 		}
 		case OP_CANCEL_CROWD:
-			op_cancel_crowd(fz_byte(&in));
+			fz_cancel_crowd(&slot_ops, fz_byte(&in));
 			break;
 		case OP_POLL_ALL:
-			op_poll_all(fz_byte(&in));
+			fz_poll_all(&slot_ops, fz_byte(&in));
 			break;
 		}
 	}
 
 	/* Cancel everything; nothing may stay registered or be lost. */
-	fz_in_final = true;
-	for (int s = 0; s < FZ_NALL; s++)
-		op_cancel(s, true);
-	FZ_ASSERT_MODEL(M.qlen == 0);
-	fz_check_no_live_wakers();
+	fz_cancel_all(&slot_ops);
+	FZ_ASSERT_MODEL(M.q.len == 0);
 	fz_step_begin("final: available, is_closed, destroy");
 	FZ_EXPECT_SIZE("sb_semaphore_available", M.count, sb_semaphore_available(sem));
 	FZ_EXPECT("sb_semaphore_is_closed", M.closed, sb_semaphore_is_closed(sem));

@@ -7,6 +7,11 @@
  * and wake_by_ref() (with `hook_arg`): tests use them to re-enter the library
  * from a waker callback, which the waker contract allows for all four.
  *
+ * `forward`, when set, is a waker (an executor task's) that every clone,
+ * wake and drop is also passed on to, counted first: the executor tests
+ * poll through one to see every clone the library makes of a task's waker.
+ * Its clones must all be alike (sb_waker_will_wake), as a task waker's are.
+ *
  * COUNTING_WAKER_CLONED(c), COUNTING_WAKER_USED(c) and COUNTING_WAKER_WOKEN(c),
  * when the includer defines them, run in clone, in wake, wake_by_ref and
  * drop, and in the wakes before counting: the model checker's weak mode
@@ -18,6 +23,7 @@
 #define SYNCBAND_TEST_COUNTING_WAKER_H
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include <syncband/future.h>
 
@@ -36,9 +42,11 @@ typedef struct counting_waker {
 	atomic_int wakes;       /* wake + wake_by_ref */
 	atomic_int drops;
 	atomic_int live;        /* clones not yet woken (by value) or dropped */
+	atomic_int woken;       /* wake alone: the clones a wake consumed */
 	void (*on_clone)(void *hook_arg);
 	void (*on_wake)(void *hook_arg);
 	void *hook_arg;
+	sb_waker forward;       /* NULL vtable: none */
 } counting_waker;
 
 static sb_waker counting_clone(const void *data);
@@ -48,9 +56,13 @@ static void counting_wake(const void *data)
 	COUNTING_WAKER_USED(c);
 	COUNTING_WAKER_WOKEN(c);
 	atomic_fetch_add(&c->wakes, 1);
+	atomic_fetch_add(&c->woken, 1);
 	if (c->on_wake)
 		c->on_wake(c->hook_arg);
+	sb_waker forward = c->forward; /* the forward wake may free c: read it first */
 	atomic_fetch_sub(&c->live, 1);
+	if (forward.vtable)
+		sb_waker_wake(forward);
 }
 static void counting_wake_by_ref(const void *data)
 {
@@ -60,13 +72,18 @@ static void counting_wake_by_ref(const void *data)
 	atomic_fetch_add(&c->wakes, 1);
 	if (c->on_wake)
 		c->on_wake(c->hook_arg);
+	if (c->forward.vtable)
+		sb_waker_wake_by_ref(&c->forward);
 }
 static void counting_drop(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
 	COUNTING_WAKER_USED(c);
 	atomic_fetch_add(&c->drops, 1);
+	sb_waker forward = c->forward;
 	atomic_fetch_sub(&c->live, 1);
+	if (forward.vtable)
+		sb_waker_drop(forward);
 }
 static const sb_waker_vtable counting_vtable = {
 	counting_clone, counting_wake, counting_wake_by_ref, counting_drop,
@@ -75,6 +92,11 @@ static sb_waker counting_clone(const void *data)
 {
 	counting_waker *c = (counting_waker *)data;
 	COUNTING_WAKER_CLONED(c);
+	if (c->forward.vtable) {
+		sb_waker f = sb_waker_clone(&c->forward);
+		if (!sb_waker_will_wake(&f, &c->forward))
+			abort(); /* one forward stands for all its clones */
+	}
 	atomic_fetch_add(&c->clones, 1);
 	atomic_fetch_add(&c->live, 1);
 	if (c->on_clone)
@@ -88,8 +110,10 @@ static inline void counting_waker_init(counting_waker *c)
 	atomic_init(&c->wakes, 0);
 	atomic_init(&c->drops, 0);
 	atomic_init(&c->live, 0);
+	atomic_init(&c->woken, 0);
 	c->on_clone = c->on_wake = NULL;
 	c->hook_arg = NULL;
+	c->forward = (sb_waker){ NULL, NULL };
 }
 
 /* The borrowed waker a poll receives; not itself a counted reference. */

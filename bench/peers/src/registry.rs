@@ -15,7 +15,7 @@ pub enum Support {
 }
 
 pub struct Row {
-    /// Scenario name as in BENCHMARKS.md; contention rows carry `-N-threads`.
+    /// Scenario name as in bench/README.md; contention rows carry `-N-threads`.
     pub scenario: &'static str,
     pub imp: &'static str,
     /// Rounds per batch by default (contention rows: operations per task).

@@ -474,10 +474,13 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
 					     size_t next, sb_waker clone, size_t owed)
 {
 	if (!(next & SB_QLOCK_HELD)) {
-		if (sb_waitq_is_lone(next) && sb_waitq_lone(next) == w)
+		/* NONEMPTY and our address: we installed it (a barging mutex
+		 * locker leaves others queued, with no address in the word; a
+		 * semaphore's count is there only without NONEMPTY) */
+		if ((next & SB_WAITQ_NONEMPTY) && sb_waitq_lone(next) == w)
 			return SB_PENDING;
 		sb_waker_drop_if(clone);
-		return 0; /* (a barging mutex locker may leave others queued) */
+		return 0;
 	}
 	sb_waitq_adopt_lone(q, state);
 	sb_waitq_push_and_unlock(q, w, owed, clone);

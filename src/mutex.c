@@ -63,12 +63,14 @@
  * Starvation: an unlock whose head lost its first race more than
  * SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to the head as in FIFO mode
  * (also to a WOKEN head: it finds SB_WAITER_GRANTED when it tries again) and
- * starts a handoff phase (handoff_since, the clock's low 32 bits, 0 when
- * none): the next unlocks hand off too, until the phase has lasted another
- * bound or the queue empties (a handoff or a cancel takes its last waiter),
- * so that the waiters queued behind the
- * starving one drain in order instead of each starving in turn.  The clock
- * is read only when a waiter has lost to a barger, or in a handoff phase.
+ * starts a handoff phase: the next unlocks hand off too, to every waiter
+ * that was queued behind it then (handoff_left counts them down; the phase
+ * also ends when the queue empties, a handoff or a cancel taking its last
+ * waiter), so that the waiters queued behind the starving one drain in order
+ * instead of each starving in turn - in a deep queue each would otherwise
+ * wait for the bound after every one ahead of it.  Newcomers queue behind
+ * and are not covered.  The clock is read only when a waiter has lost to a
+ * barger.
  */
 static inline size_t mutex_load(const sb_mutex *m)
 {
@@ -126,11 +128,13 @@ int sb_mutex_try_lock_slow(sb_mutex *m)
 	}
 }
 
-/* The clock's low 32 bits, never 0 (0 means "no handoff phase"). */
-static uint32_t mutex_phase_stamp(uint64_t now)
+/* Under the queue lock: how many wait behind `head` (at most UINT32_MAX). */
+static uint32_t mutex_queued_behind_locked(const sb_waiter *head)
 {
-	uint32_t stamp = (uint32_t)now;
-	return stamp ? stamp : 1;
+	uint32_t n = 0;
+	for (const sb_waiter *w = head->next; w && n < UINT32_MAX; w = w->next)
+		n++;
+	return n;
 }
 
 /*
@@ -146,22 +150,18 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 	 * unlocking before it could try: it lost then, even if it is never
 	 * polled (its thread busy running that barger). */
 	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN && !f->lost_since;
-	if (!m->handoff_since && !f->lost_since && !passed)
+	if (m->handoff_left) {
+		m->handoff_left--; /* in a phase: every waiter it covers, in turn */
+		return true;
+	}
+	if (!f->lost_since && !passed)
 		return false; /* the common case: no clock read */
 	uint64_t now = sb__clock_now_ns();
 	if (passed)
 		f->lost_since = now ? now : 1;
-	uint64_t lost = f->lost_since;
-	if (m->handoff_since) {
-		/* In a phase: hand off, and end the phase once it has lasted a
-		 * bound (unsigned arithmetic: the stamps wrap every 4.3 s). */
-		if ((uint32_t)now - m->handoff_since > SB_MUTEX_FAIRNESS_BOUND_NS)
-			m->handoff_since = 0;
-		return true;
-	}
-	if (now - lost <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	if (now - f->lost_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
-	m->handoff_since = mutex_phase_stamp(now);
+	m->handoff_left = mutex_queued_behind_locked(head);
 	return true;
 }
 
@@ -201,13 +201,13 @@ static void mutex_pass_locked(sb_mutex *m)
 	if (head && mutex_hands_off_locked(m, head)) {
 		mutex_hand_off_locked(m, head, &batch);
 		if (sb_waitq_is_empty(&m->q))
-			m->handoff_since = 0; /* the phase ends with the queue */
+			m->handoff_left = 0; /* the phase ends with the queue */
 		sb_waitq_unlock(&m->q); /* still LOCKED: it is the head's now */
 	} else {
 		if (head)
 			mutex_wake_locked(head, &batch);
 		else
-			m->handoff_since = 0; /* nobody left to hand to */
+			m->handoff_left = 0; /* nobody left to hand to */
 		/* release (in the unlock): as a plain unlock. */
 		sb_waitq_unlock_update(&m->q, SB_MUTEX_STATE_LOCKED, 0);
 	}
@@ -373,7 +373,7 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 		return;
 	case SB_CANCEL_UNLINKED:
 		if (sb_waitq_is_empty(&m->q))
-			m->handoff_since = 0; /* the phase ends with the queue */
+			m->handoff_left = 0; /* the phase ends with the queue */
 		if (remaining == SB_WAITER_WOKEN) {
 			/* Woken but never tried: its waker is spent; pass the wake on. */
 			mutex_pass_wake_and_unlock(m);

@@ -16,9 +16,9 @@
  *   - Once the oldest waiter has lost the mutex to bargers for longer than
  *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it
  *     (it stays locked: nobody can barge until that waiter has run), and
- *     keeps handing it to the next waiters in turn for up to another bound,
- *     or until the queue is empty.  So no acquire waits much longer than
- *     about twice the bound plus the critical sections queued ahead of it.
+ *     keeps handing it, in turn, to every waiter that was queued behind it
+ *     then.  So no acquire waits much longer than about twice the bound plus
+ *     the critical sections queued ahead of it.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000
@@ -85,7 +85,7 @@ extern "C" {
 typedef struct sb_mutex {
 	sb_waitq q;             /* state word: see below */
 	uint32_t mode;          /* 0 or SB_MUTEX_FIFO, fixed at init */
-	uint32_t handoff_since; /* guarded by q's lock: see src/mutex.c */
+	uint32_t handoff_left;  /* guarded by q's lock: see src/mutex.c */
 } sb_mutex;
 
 /*

@@ -16,8 +16,9 @@
  *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
  *                in a handoff phase, or the oldest lost more than the bound
  *                (a woken oldest that is still woken at this unlock lost now)
- *                ago (which starts a phase of one more bound, or until the
- *                queue empties by a handoff or a cancel); else unlocked,
+ *                ago (which starts a phase that hands it to every waiter
+ *                then queued behind the oldest, in turn, ending early when
+ *                the queue empties by a handoff or a cancel); else unlocked,
  *                and the oldest woken unless it is already
  *   first poll   unlocked: lock, 0; else queue, SB_PENDING
  *   later poll   SB_PENDING while queued (waker replacement); a woken head
@@ -52,7 +53,7 @@ static struct {
 	bool woken[FZ_NALL];
 	uint64_t lost_since[FZ_NALL];
 	uint64_t now;
-	uint32_t phase; /* a handoff phase's start (low 32 bits), 0 if none */
+	uint32_t phase; /* handoffs left in a handoff phase, 0 if none */
 } M;
 
 /* The library's clock is the model's (src/clock.h). */
@@ -77,16 +78,15 @@ static bool m_hands_off(int h)
 		return true;
 	if (M.woken[h]) /* passed before it could try */
 		m_lost(h);
-	if (!M.phase && !M.lost_since[h])
-		return false;
 	if (M.phase) {
-		if ((uint32_t)M.now - M.phase > SB_MUTEX_FAIRNESS_BOUND_NS)
-			M.phase = 0;
+		M.phase--; /* in a phase: every waiter it covers, in turn */
 		return true;
 	}
+	if (!M.lost_since[h])
+		return false;
 	if (M.now - M.lost_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
-	M.phase = (uint32_t)M.now ? (uint32_t)M.now : 1;
+	M.phase = (uint32_t)(M.q.len - 1); /* the waiters behind h now */
 	return true;
 }
 

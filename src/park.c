@@ -163,8 +163,12 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline)
 	 * nor while as many threads spin as there are other cores. */
 	bool spinning = (deadline == UINT64_MAX || sb_now_ns() < deadline) && park_take_spin_slot();
 	for (int i = 0;; i++) {
-		/* acquire: pairs with the waker's release. */
-		uint32_t v = atomic_load_explicit(&p->word, memory_order_acquire);
+		/* relaxed: it only says whether to go on waiting; the caller's
+		 * fetch_and before its next poll (acquire, an RMW reading the
+		 * waker's release RMW or later) is what orders the waker's writes
+		 * before that poll.  (The model's mutation runner finds this load
+		 * needs no more: weakened alone it is never caught.) */
+		uint32_t v = atomic_load_explicit(&p->word, memory_order_relaxed);
 		if (v & PARK_WOKEN) {
 			if (spinning)
 				park_give_spin_slot();

@@ -602,6 +602,39 @@ static void mtx7_setup(void *p)
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
+/* The oldest waiter, woken, was passed by a barger more than the bound ago
+ * and has not tried again: the holder's unlock hands it the mutex (it finds
+ * it granted, with what the holder wrote) racing its own retry. */
+static void mtx10_setup(void *p)
+{
+	mutex_ctx *c = p;
+	sb__clock_set(model_clock);
+	model_now = 1000;
+	mtx3_setup(p);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* wakes f[0] */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* f[0] passed */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+}
+static void mtx10_t1(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+	if (c->r[0] == 0)
+		consume(&c->payload);
+}
+static void mtx10_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[0] == SB_PENDING) /* tried first, lost to the holder, handed it after */
+		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
+	sb__clock_set(NULL);
+}
+
 static void mtx7_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1417,6 +1450,8 @@ static const sb_model_scenario scenarios[] = {
 	  mtx5_setup, { mtx6_t0, mtx_barger }, mtx6_check },
 	{ "fair mutex: the switch to handoff racing a barger", 2, sizeof(mutex_ctx), mtx7_setup,
 	  { mtx1_t1, mtx_barger }, mtx7_check },
+	{ "fair mutex: the handoff to a passed woken head racing its retry", 2, sizeof(mutex_ctx),
+	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
 	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),

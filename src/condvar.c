@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "park.h"
-#include "waitq.h"
+#include "wait_future.h"
 
 /*
  * The state word is the queue's alone (see src/waitq.h).  notify_all()
@@ -82,7 +82,7 @@ void sb_condvar_wait_init(sb_condvar_wait *f, sb_condvar *cv, sb_mutex *m)
 	f->phase = CV_IDLE;
 }
 
-static void cv_register(sb_condvar_wait *f, const sb_waker *w)
+static void cv_wait_first_poll(sb_condvar_wait *f, const sb_waker *w)
 {
 	sb_condvar *cv = f->cv;
 	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
@@ -109,7 +109,7 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 			f->phase = CV_FAILED;
 			return -EPERM;
 		}
-		cv_register(f, w);
+		cv_wait_first_poll(f, w);
 		f->phase = CV_WAITING;
 		/* Registered first, so a notify from now on finds us. */
 		sb_mutex_unlock(f->lock.mutex);
@@ -147,14 +147,8 @@ void sb_condvar_wait_cancel(sb_condvar_wait *f)
 		sb_mutex_unlock(f->lock.mutex);
 		return;
 	case CV_WAITING: {
-		size_t remaining;
-		sb_waker mine;
-		if (sb_waitq_cancel_locked(&cv->q, &f->lock.waiter, &remaining, &mine)) {
-			sb_waitq_unlock(&cv->q);
-			sb_waitq_after_unlock(NULL, mine);
-			return;
-		}
-		if (remaining == NOTIFIED_BY_ONE)
+		/* A notify_one that came first passes to another wait. */
+		if (sb_waitq_cancel(&cv->q, &f->lock.waiter) == NOTIFIED_BY_ONE)
 			sb_condvar_notify_one(cv);
 		return;
 	}
@@ -168,17 +162,7 @@ void sb_condvar_wait_cancel(sb_condvar_wait *f)
 	}
 }
 
-static int cv_wait_poll_fn(void *f, const sb_waker *w)
-{
-	return sb_condvar_wait_poll(f, w);
-}
-
-static void cv_wait_cancel_fn(void *f)
-{
-	sb_condvar_wait_cancel(f);
-}
-
-const sb_future_ops sb_condvar_wait_ops = { cv_wait_poll_fn, cv_wait_cancel_fn };
+SB_FUTURE_OPS(sb_condvar_wait_ops, sb_condvar_wait, sb_condvar_wait_poll, sb_condvar_wait_cancel);
 
 int sb_condvar_wait_blocking(sb_condvar *cv, sb_mutex *m, uint64_t timeout_ns)
 {

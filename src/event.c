@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "park.h"
-#include "waitq.h"
+#include "wait_future.h"
 
 /* ------------------------------------------------------------------------
  * Manual-reset event.  The state word (its layout is ABI, in
@@ -85,8 +85,9 @@ void sb_event_set_slow(sb_event *e)
 }
 
 /* A first poll that did not find the event set inline: queue, unless set meanwhile. */
-static int event_register(sb_event_wait *f, const sb_waker *w)
+static int event_wait_first_poll(void *future, const sb_waker *w)
 {
+	sb_event_wait *f = future;
 	sb_event *e = f->event;
 	/* Before the lock (a clone may re-enter the library), and before the
 	 * word is read: the inline poll found the event clear, so a wait that
@@ -106,49 +107,35 @@ static int event_register(sb_event_wait *f, const sb_waker *w)
 				continue; /* reset meanwhile */
 			}
 			sb_waker_drop(clone);
-			return f->status = 0;
+			return 0;
 		}
 		/* acquire: the queue lock (sb_qlock_try_take). */
 		if (sb_qlock_try_take(&e->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
 	sb_waitq_push_and_unlock(&e->q, &f->waiter, 1, clone);
-	return f->status = SB_PENDING;
+	return SB_PENDING;
 }
 
+static int event_wait_repoll(void *future, const sb_waker *w)
+{
+	sb_event_wait *f = future;
+	return sb_future_repoll(&f->status, &f->event->q, &f->waiter, w);
+}
+
+/* A first poll comes here when the inline one found the event clear (or locked). */
 int sb_event_wait_poll_slow(sb_event_wait *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE)
-		return event_register(f, w); /* the inline poll found it clear (or locked) */
-	if (f->status != SB_PENDING)
-		return f->status;
-	return sb_future_repoll(&f->status, &f->event->q, &f->waiter, w);
+	return sb_wait_future_poll(&f->status, f, w, event_wait_first_poll, event_wait_repoll);
 }
 
 void sb_event_wait_cancel(sb_event_wait *f)
 {
-	if (!sb_future_begin_cancel(&f->status))
-		return;
-	sb_event *e = f->event;
-	size_t remaining;
-	sb_waker mine;
-	if (!sb_waitq_cancel_locked(&e->q, &f->waiter, &remaining, &mine))
-		return; /* released already: a manual event has nothing to pass on */
-	sb_waitq_unlock(&e->q);
-	sb_waitq_after_unlock(NULL, mine);
+	if (sb_future_begin_cancel(&f->status))
+		(void)sb_waitq_cancel(&f->event->q, &f->waiter); /* nothing to pass on */
 }
 
-static int event_wait_poll_fn(void *f, const sb_waker *w)
-{
-	return sb_event_wait_poll(f, w);
-}
-
-static void event_wait_cancel_fn(void *f)
-{
-	sb_event_wait_cancel(f);
-}
-
-const sb_future_ops sb_event_wait_ops = { event_wait_poll_fn, event_wait_cancel_fn };
+SB_FUTURE_OPS(sb_event_wait_ops, sb_event_wait, sb_event_wait_poll, sb_event_wait_cancel);
 
 int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns)
 {
@@ -171,7 +158,7 @@ int sb_event_wait_blocking(sb_event *e, uint64_t timeout_ns)
  * other.
  *
  * Bits 4 and up are free, so a first wait waits as a lone waiter (see
- * src/waitq.h): its address in the word, installed with one CAS; set()
+ * src/lone.h): its address in the word, installed with one CAS; set()
  * claims it with one CAS back to 0.
  */
 
@@ -233,8 +220,9 @@ void sb_auto_event_set_slow(sb_auto_event *e)
 }
 
 /* Takes a stored signal, waits alone, or queues: one CAS decides which. */
-static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
+static int auto_event_wait_first_poll(void *future, const sb_waker *w)
 {
+	sb_auto_event_wait *f = future;
 	sb_auto_event *e = f->event;
 	sb_waiter *node = &f->waiter;
 	bool may_be_lone = sb_waiter_may_be_lone(node);
@@ -253,7 +241,7 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY;
 		} else {
 			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
-			next = sb_waitq_locked(state, 0);
+			next = sb_waitq_lock_word(state, 0);
 		}
 		/* acq_rel: acquire, as try_wait when we take the signal, else the
 		 * lock; release, a lone node is filled in before set() sees it. */
@@ -263,51 +251,30 @@ static int auto_event_register(sb_auto_event_wait *f, const sb_waker *w)
 	}
 }
 
+static int auto_event_wait_repoll(void *future, const sb_waker *w)
+{
+	sb_auto_event_wait *f = future;
+	return sb_future_repoll_lone(&f->status, &f->event->q, &f->waiter, w);
+}
+
+/* The first poll takes a signal stored since the inline poll looked. */
 int sb_auto_event_wait_poll_slow(sb_auto_event_wait *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE) {
-		/* register takes a signal stored since the inline poll looked. */
-		f->status = auto_event_register(f, w);
-		return f->status;
-	}
-	if (f->status != SB_PENDING)
-		return f->status;
-	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->event->q, &f->waiter, w));
+	return sb_wait_future_poll(&f->status, f, w, auto_event_wait_first_poll,
+				   auto_event_wait_repoll);
 }
 
 void sb_auto_event_wait_cancel(sb_auto_event_wait *f)
 {
 	if (!sb_future_begin_cancel(&f->status))
 		return;
-	sb_auto_event *e = f->event;
-	size_t remaining;
-	sb_waker mine;
-	switch (sb_waitq_cancel_lone(&e->q, &f->waiter, 0, &remaining, &mine)) {
-	case SB_CANCEL_WITHDRAWN:
-		sb_waker_drop(mine);
-		return;
-	case SB_CANCEL_UNLINKED:
-		sb_waitq_unlock(&e->q);
-		sb_waitq_after_unlock(NULL, mine);
-		return;
-	case SB_CANCEL_DETACHED:
-		/* Handed the signal but never observed it: pass it on. */
-		sb_auto_event_set(e);
-		return;
-	}
+	/* Handed the signal but never observed it: pass it on. */
+	if (sb_waitq_cancel_one(&f->event->q, &f->waiter, 0))
+		sb_auto_event_set(f->event);
 }
 
-static int auto_event_wait_poll_fn(void *f, const sb_waker *w)
-{
-	return sb_auto_event_wait_poll(f, w);
-}
-
-static void auto_event_wait_cancel_fn(void *f)
-{
-	sb_auto_event_wait_cancel(f);
-}
-
-const sb_future_ops sb_auto_event_wait_ops = { auto_event_wait_poll_fn, auto_event_wait_cancel_fn };
+SB_FUTURE_OPS(sb_auto_event_wait_ops, sb_auto_event_wait, sb_auto_event_wait_poll,
+	      sb_auto_event_wait_cancel);
 
 int sb_auto_event_wait_blocking(sb_auto_event *e, uint64_t timeout_ns)
 {

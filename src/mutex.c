@@ -6,7 +6,7 @@
 
 #include "clock.h"
 #include "park.h"
-#include "waitq.h"
+#include "wait_future.h"
 
 /*
  * The state word (its layout is ABI, in <syncband/mutex.h>): the queue's
@@ -39,7 +39,7 @@
  * lock holder decides from LOCKED stays true until it unlocks.
  *
  * Bits 4 and up are free, so a first waiter waits as a lone waiter (see
- * src/waitq.h): `node | NONEMPTY | LOCKED`, installed with one CAS (the
+ * src/lone.h): `node | NONEMPTY | LOCKED`, installed with one CAS (the
  * CAS (a) above).
  *
  * Strict FIFO mode: SB_WAITQ_NONEMPTY implies LOCKED, since a contended
@@ -240,7 +240,7 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 		}
 		/* Someone waits, and only we can clear LOCKED: take the queue
 		 * lock (acquire, sb_qlock_try_take), adopting a lone waiter. */
-		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0), 0)) {
+		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_lock_word(state, 0), 0)) {
 			sb_waitq_adopt_lone(&m->q, state);
 			break;
 		}
@@ -250,8 +250,9 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 }
 
 /* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
-static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
+static int mutex_lock_first_poll(void *future, const sb_waker *w)
 {
+	sb_mutex_lock *f = future;
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
 	bool may_be_lone = sb_waiter_may_be_lone(node);
@@ -270,7 +271,7 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
 			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
-			next = sb_waitq_locked(state, 0);
+			next = sb_waitq_lock_word(state, 0);
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
 		 * queue lock otherwise (see the diagram above); release, a lone
@@ -303,7 +304,7 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 		 * holder when we take the mutex too (pairs with unlock's release).
 		 * A lone waiter can be there only if we were handed the mutex and
 		 * left the queue: it joins the queue. */
-		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_locked(state, 0) | SB_MUTEX_STATE_LOCKED,
+		if (sb_qlock_try_take(&m->q.state, &state, sb_waitq_lock_word(state, 0) | SB_MUTEX_STATE_LOCKED,
 				      0)) {
 			state = sb_waitq_adopt_lone(&m->q, state);
 			break;
@@ -330,21 +331,22 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	return SB_PENDING;
 }
 
-int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
+/* A queued future: woken, it retries; otherwise a plain re-poll. */
+static int mutex_lock_repoll(void *future, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE) {
-		f->status = mutex_lock_first_poll(f, w);
-		return f->status;
-	}
-	if (f->status != SB_PENDING)
-		return f->status;
+	sb_mutex_lock *f = future;
 	if (sb_waiter_load(&f->waiter) == SB_WAITER_WOKEN)
-		return f->status = mutex_retry(f, w);
+		return mutex_retry(f, w);
 	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
 	size_t r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
 	if (r == SB_WAITER_WOKEN)
-		return f->status = mutex_retry(f, w);
+		return mutex_retry(f, w);
 	return sb_future_settle(&f->status, r);
+}
+
+int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f, w, mutex_lock_first_poll, mutex_lock_repoll);
 }
 
 /* Under the queue lock: a woken future left; wake the next if the mutex is free. */
@@ -389,17 +391,7 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 	}
 }
 
-static int mutex_lock_poll_fn(void *f, const sb_waker *w)
-{
-	return sb_mutex_lock_poll(f, w);
-}
-
-static void mutex_lock_cancel_fn(void *f)
-{
-	sb_mutex_lock_cancel(f);
-}
-
-const sb_future_ops sb_mutex_lock_ops = { mutex_lock_poll_fn, mutex_lock_cancel_fn };
+SB_FUTURE_OPS(sb_mutex_lock_ops, sb_mutex_lock, sb_mutex_lock_poll, sb_mutex_lock_cancel);
 
 int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 {

@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "park.h"
-#include "waitq.h"
+#include "wait_future.h"
 
 /*
  * The state word (its layout is ABI, in <syncband/semaphore.h>): the
@@ -31,7 +31,7 @@
  * already out (cancel) is never refused and may take it past the maximum;
  * past SEM_COUNT_CAP it saturates instead of wrapping (see semaphore.h).
  *
- * The lone waiter (src/waitq.h): a first waiter owed exactly one permit (an
+ * The lone waiter (src/lone.h): a first waiter owed exactly one permit (an
  * acquire(1) on an empty counter, the common case; or acquire(n) with n - 1
  * there, which it takes) installs its node's address in the count field,
  * which is 0 while anyone waits; a release claims it with one CAS, to a
@@ -222,8 +222,9 @@ void sb_semaphore_close(sb_semaphore *s)
  * decides which (queueing behind others takes the lock, and moves a lone
  * waiter into the queue first).
  */
-static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
+static int sem_acquire_first_poll(void *future, const sb_waker *w)
 {
+	sb_semaphore_acquire *f = future;
 	sb_semaphore *s = f->sem;
 	sb_waiter *node = &f->waiter;
 	size_t n = f->permits;
@@ -249,7 +250,7 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 			/* others wait: queue behind them (cloning before the lock,
 			 * as every registration does: a clone may re-enter) */
 			sb_waker_clone_once(w, &clone);
-			next = sb_waitq_locked(state, 0);
+			next = sb_waitq_lock_word(state, 0);
 		} else if (count >= n) {
 			next = state - n * SB_SEMAPHORE_STATE_COUNT_ONE;
 		} else if (n - count == 1 && may_be_lone) {
@@ -268,15 +269,15 @@ static int sem_acquire_first_poll(sb_semaphore_acquire *f, const sb_waker *w)
 	}
 }
 
+static int sem_acquire_repoll(void *future, const sb_waker *w)
+{
+	sb_semaphore_acquire *f = future;
+	return sb_future_repoll_lone(&f->status, &f->sem->q, &f->waiter, w);
+}
+
 int sb_semaphore_acquire_poll_slow(sb_semaphore_acquire *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE) {
-		f->status = sem_acquire_first_poll(f, w);
-		return f->status;
-	}
-	if (f->status != SB_PENDING)
-		return f->status;
-	return sb_future_settle(&f->status, sb_waitq_repoll_lone(&f->sem->q, &f->waiter, w));
+	return sb_wait_future_poll(&f->status, f, w, sem_acquire_first_poll, sem_acquire_repoll);
 }
 
 void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
@@ -303,17 +304,8 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 	}
 }
 
-static int sem_acquire_poll_fn(void *f, const sb_waker *w)
-{
-	return sb_semaphore_acquire_poll(f, w);
-}
-
-static void sem_acquire_cancel_fn(void *f)
-{
-	sb_semaphore_acquire_cancel(f);
-}
-
-const sb_future_ops sb_semaphore_acquire_ops = { sem_acquire_poll_fn, sem_acquire_cancel_fn };
+SB_FUTURE_OPS(sb_semaphore_acquire_ops, sb_semaphore_acquire, sb_semaphore_acquire_poll,
+	      sb_semaphore_acquire_cancel);
 
 int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns)
 {

@@ -32,7 +32,7 @@
  *                                 (sb_waitq_release_all): the lock holder
  *                                 owns the node; an owner that sees this
  *                                 takes the lock and unlinks it itself
- *   SB_WAITER_LONE                a lone waiter (below)
+ *   SB_WAITER_LONE                a lone waiter (src/lone.h)
  *   SB_WAITER_GRANTED (0)         detached, everything granted
  *   SB_WAITER_CLOSED              detached, completed with an error
  *
@@ -71,7 +71,7 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
 
 /* SB_WAITER_GRANTED (0) is ABI, in <syncband/future.h>. */
 #define SB_WAITER_CLOSED SIZE_MAX
-/* A lone waiter (below), owed one unit, outside head/tail. */
+/* A lone waiter (src/lone.h), owed one unit, outside head/tail. */
 #define SB_WAITER_LONE (SIZE_MAX - 1)
 /* Released by sb_waitq_release_all, to become GRANTED or CLOSED; still linked. */
 #define SB_WAITER_RELEASED_GRANTED (SIZE_MAX - 2)
@@ -82,26 +82,6 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
  * mutex's woken head.  A re-poll returns it to the caller, untouched.
  */
 #define SB_WAITER_WOKEN (SIZE_MAX - 4)
-
-/*
- * The lone waiter.  A primitive whose own bits above SB_WAITQ_LONE_SHIFT are
- * zero (or hold nothing it needs) while anyone waits may let a first waiter
- * that is owed one unit wait without the lock: the waiter fills in its node
- * (remaining = SB_WAITER_LONE) and installs the node's address in those bits
- * with one CAS, as `node | SB_WAITQ_NONEMPTY | the primitive's low bits`
- * ("lone form"; nodes of such primitives are 16-byte aligned).  Then:
- *   - a releaser claims it with one CAS to the word without the address and
- *     NONEMPTY, and owns the node: sb_waitq_grant_lone;
- *   - whoever needs the queue locks with sb_waitq_lock_lone, whose CAS also
- *     clears the address, and which then makes the node the queue's only
- *     one, owed 1;
- *   - its owner's cancel withdraws it with one CAS (sb_waitq_cancel_lone).
- * An owner that finds SB_WAITER_LONE after its node left the word knows that
- * a releaser owns the node for a few instructions and waits for the final
- * value (sb_waitq_lone_settle).  So a handoff to a lone waiter is one
- * read-modify-write on each side instead of two.
- */
-#define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
 
 /*
  * Wakers collected under the lock, run after it; Tokio uses 32 too.  The
@@ -196,29 +176,6 @@ static inline void sb_waitq_poison(sb_waitq *q)
 #else
 	(void)q;
 #endif
-}
-
-/* Lone form: the word carries a lone waiter's address (see above). */
-static inline bool sb_waitq_is_lone(size_t state)
-{
-	return (state & SB_WAITQ_NONEMPTY) && (state >> SB_WAITQ_LONE_SHIFT) != 0;
-}
-
-static inline sb_waiter *sb_waitq_lone(size_t state)
-{
-	return (sb_waiter *)(uintptr_t)(state & ~SB_WAITQ_LONE_LOW);
-}
-
-/* Whether `w` may wait as a lone waiter (its address leaves the low bits). */
-static inline bool sb_waiter_may_be_lone(const sb_waiter *w)
-{
-	return ((uintptr_t)w & SB_WAITQ_LONE_LOW) == 0;
-}
-
-/* The word `state` locked (also setting `bits`), less a lone address. */
-static inline size_t sb_waitq_locked(size_t state, size_t bits)
-{
-	return (sb_waitq_is_lone(state) ? state & SB_WAITQ_LONE_LOW : state) | SB_QLOCK_HELD | bits;
 }
 
 /* True when a lock-free hand-over (release, set) must take the slow path. */
@@ -377,7 +334,7 @@ static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batc
  * onto a list headed by a guard node on this call's stack, from which they
  * are detached a batch at a time.  Their owners may meanwhile cancel or
  * re-poll: they see the mark, take the lock and unlink themselves from that
- * list (sb_waitq_cancel_held, sb_waitq_repoll_held).  Waiters that register
+ * list (sb_waitq_cancel_locked, sb_waitq_repoll_and_unlock).  Waiters that register
  * while the lock is dropped join the emptied queue and are not released.
  * Returns with the lock held and `b` possibly non-empty.
  */
@@ -385,107 +342,10 @@ void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b);
 
 /*
  * Under the lock, when `b` is full: unlock, run the batch, re-lock (a lone
- * waiter that came meanwhile joins the queue, see below).  The queue may have
+ * waiter that came meanwhile joins the queue, src/lone.h).  The queue may have
  * changed meanwhile; callers re-read what they need.
  */
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
-
-/* ---- the lone waiter (see the top of the file) */
-
-/*
- * Takes the lock (also setting `bits`, published as by sb_qlock_try_take) of
- * a queue that may hold a lone waiter, which becomes the queue's only node.
- * Returns the word as it was, less the lone address.
- */
-size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits);
-
-/* Having locked the word from `state` by hand: what sb_waitq_lock_lone does after. */
-static inline size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
-{
-	if (!sb_waitq_is_lone(state))
-		return state;
-	sb_waiter *w = sb_waitq_lone(state);
-	q->head = q->tail = w;
-	sb_waiter_set_remaining_locked(w, 1);
-	return state & SB_WAITQ_LONE_LOW;
-}
-
-/*
- * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
- * clone across retries of the installing CAS (drop it if the CAS never wins).
- */
-static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, sb_waker *clone)
-{
-	sb_waker_clone_once(waker, clone);
-	w->next = w->prev = NULL;
-	w->waker = *clone;
-	/* relaxed: published by the installing CAS (release). */
-	atomic_store_explicit(&w->remaining, SB_WAITER_LONE, memory_order_relaxed);
-}
-
-/* A releaser that claimed the lone waiter `w` (its CAS, acquire): grants and wakes it. */
-void sb_waitq_grant_lone(sb_waiter *w);
-
-/*
- * A releaser that found the word in lone form (*state): claims the lone
- * waiter by moving the word to `next`, then grants and wakes it.  False,
- * with *state refreshed, when the word changed first.
- */
-static inline bool sb_waitq_claim_lone(sb_waitq *q, size_t *state, size_t next)
-{
-	/* acq_rel: acquire sees the node its owner filled in before installing
-	 * it; release, the woken waiter sees what we wrote before.  relaxed on
-	 * failure: the caller re-decides. */
-	if (!atomic_compare_exchange_weak_explicit(&q->state, state, next, memory_order_acq_rel,
-						   memory_order_relaxed))
-		return false;
-	sb_waitq_grant_lone(sb_waitq_lone(*state));
-	return true;
-}
-
-/* Owner: waits until a releaser that claimed `w` has published its final value. */
-size_t sb_waitq_lone_settle(sb_waiter *w);
-
-/* sb_waitq_repoll for a queue that may hold a lone waiter. */
-size_t sb_waitq_repoll_lone(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
-
-enum sb_lone_cancel {
-	SB_CANCEL_WITHDRAWN, /* was lone, is gone; *waker to drop, nothing granted */
-	SB_CANCEL_UNLINKED,  /* was queued: unlinked, lock HELD, as sb_waitq_cancel_locked */
-	SB_CANCEL_DETACHED,  /* detached before we looked: *remaining is final */
-};
-
-/*
- * Owner's cancel in a queue that may hold a lone waiter.  `keep`: the
- * primitive's low bits in the word while `w` is lone (restored on
- * withdrawal).
- */
-enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
-					 size_t *remaining, sb_waker *waker);
-
-/*
- * The end of a first poll that may wait alone, after its CAS moved the word
- * from `state` to `next`: without the lock, it either installed `w` as the
- * lone waiter (NONEMPTY: pending; `w` keeps `clone`) or took what it wanted
- * (0: drops `clone`, if it made one); with the lock, it moves a lone waiter
- * into the queue, queues `w` owed `owed` with `clone` and unlocks (pending).
- */
-static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t state,
-					     size_t next, sb_waker clone, size_t owed)
-{
-	if (!(next & SB_QLOCK_HELD)) {
-		/* NONEMPTY and our address: we installed it (a barging mutex
-		 * locker leaves others queued, with no address in the word; a
-		 * semaphore's count is there only without NONEMPTY) */
-		if ((next & SB_WAITQ_NONEMPTY) && sb_waitq_lone(next) == w)
-			return SB_PENDING;
-		sb_waker_drop_if(clone);
-		return 0;
-	}
-	sb_waitq_adopt_lone(q, state);
-	sb_waitq_push_and_unlock(q, w, owed, clone);
-	return SB_PENDING;
-}
 
 /*
  * Owner's cancel.  If `w` is still queued: takes the lock, unlinks `w`, sets
@@ -496,10 +356,32 @@ static inline int sb_waitq_finish_first_poll(sb_waitq *q, sb_waiter *w, size_t s
  * broadcast released but had not reached yet counts as detached: it is
  * unlinked here and its waker dropped).
  */
+bool sb_waitq_lock_for_cancel(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
+
+/*
+ * Under the lock, which it keeps: the owner's cancel of `w`.  True when `w`
+ * was queued: unlinked, *remaining what it was still owed, *waker its waker.
+ * False when it was detached: *remaining is its final value, and *waker the
+ * waker to drop after unlocking (a released `w` is unlinked here; one
+ * detached already has none, SB_NO_WAKER).
+ */
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
-/* The second half of sb_waitq_cancel_locked, for a caller that took the lock. */
-bool sb_waitq_cancel_held(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
+/*
+ * Owner's cancel of a queued wait that has nothing to hand on (a manual
+ * event's wait, a condvar's): unlinks `w` and drops its waker after
+ * unlocking.  Returns what it was still owed, or its final value when it had
+ * been detached first (test with sb_waiter_is_detached).
+ */
+size_t sb_waitq_cancel(sb_waitq *q, sb_waiter *w);
+
+/* The clone a re-poll registers: none when the waiter keeps its waker. */
+static inline sb_waker sb_waitq_repoll_clone(const sb_waiter *w, size_t remaining, const sb_waker *waker)
+{
+	if (sb_waiter_is_released(remaining) || sb_waker_will_wake(&w->waker, waker))
+		return SB_NO_WAKER;
+	return sb_waker_clone(waker);
+}
 
 /*
  * sb_waitq_repoll() for a waiter still queued: clones `waker` if it is a new
@@ -509,10 +391,10 @@ size_t sb_waitq_repoll_queued(sb_waitq *q, sb_waiter *w, const sb_waker *waker);
 
 /*
  * The same for a caller that took the lock, holding `clone` of the new waker
- * (or none); unlocks.  A waiter a broadcast released unlinks itself and
+ * (or none); unlocks (the rule of docs/design.md section 7: `_and_unlock`).  A waiter a broadcast released unlinks itself and
  * returns its final value; a WOKEN one is left as it is (clone dropped).
  */
-size_t sb_waitq_repoll_held(sb_waitq *q, sb_waiter *w, sb_waker clone);
+size_t sb_waitq_repoll_and_unlock(sb_waitq *q, sb_waiter *w, sb_waker clone);
 
 /* Whether a re-poll that read `remaining` may return it without the lock. */
 static inline bool sb_waitq_repoll_is_settled(const sb_waiter *w, size_t remaining,
@@ -535,39 +417,6 @@ static inline size_t sb_waitq_repoll(sb_waitq *q, sb_waiter *w, const sb_waker *
 	if (sb_waitq_repoll_is_settled(w, remaining, waker))
 		return remaining;
 	return sb_waitq_repoll_queued(q, w, waker);
-}
-
-/*
- * Records a detached waiter's result in `status` (SB_WAITER_GRANTED: 0,
- * SB_WAITER_CLOSED: -ESHUTDOWN); anything else leaves it pending.  Returns
- * the status.  sb_future_repoll: a later poll of a queued future, which
- * re-registers `waker` and then settles.
- */
-static inline int sb_future_settle(int *status, size_t remaining)
-{
-	if (remaining == SB_WAITER_GRANTED)
-		*status = 0;
-	else if (remaining == SB_WAITER_CLOSED)
-		*status = -ESHUTDOWN;
-	return *status;
-}
-
-static inline int sb_future_repoll(int *status, sb_waitq *q, sb_waiter *w,
-				   const sb_waker *waker)
-{
-	return sb_future_settle(status, sb_waitq_repoll(q, w, waker));
-}
-
-/*
- * Start of every cancel: marks the future cancelled and returns true when
- * it was queued (there is work to undo), false when it was idle or done.
- */
-static inline bool sb_future_begin_cancel(int *status)
-{
-	int was = *status;
-	if (was == SB_PENDING || was == SB_FUTURE_IDLE)
-		*status = -ECANCELED;
-	return was == SB_PENDING;
 }
 
 #endif

@@ -5,6 +5,8 @@
  */
 #include "internal.h"
 
+#include "../future_ops.h"
+
 #include <errno.h>
 
 /* ------------------------------------------------------------ yield */
@@ -31,43 +33,10 @@ void sb_yield_cancel(sb_yield *y)
 
 /* ------------------------------------------------------------ ops */
 
-static int yield_poll(void *f, const sb_waker *w)
-{
-	return sb_yield_poll(f, w);
-}
-static void yield_cancel(void *f)
-{
-	sb_yield_cancel(f);
-}
-static int sleep_poll(void *f, const sb_waker *w)
-{
-	return sb_sleep_poll(f, w);
-}
-static void sleep_cancel(void *f)
-{
-	sb_sleep_cancel(f);
-}
-static int timeout_poll(void *f, const sb_waker *w)
-{
-	return sb_timeout_poll(f, w);
-}
-static void timeout_cancel(void *f)
-{
-	sb_timeout_cancel(f);
-}
-static int join_poll(void *f, const sb_waker *w)
-{
-	return sb_join_poll(f, w);
-}
-static void join_cancel(void *f)
-{
-	sb_join_cancel(f);
-}
-
-const sb_future_ops sb_yield_ops = { yield_poll, yield_cancel };
-const sb_future_ops sb_sleep_ops = { sleep_poll, sleep_cancel };
-const sb_future_ops sb_timeout_ops = { timeout_poll, timeout_cancel };
-const sb_future_ops sb_join_ops = { join_poll, join_cancel };
+SB_FUTURE_OPS(sb_yield_ops, sb_yield, sb_yield_poll, sb_yield_cancel);
+SB_FUTURE_OPS(sb_sleep_ops, sb_sleep, sb_sleep_poll, sb_sleep_cancel);
+SB_FUTURE_OPS(sb_timeout_ops, sb_timeout, sb_timeout_poll, sb_timeout_cancel);
+SB_FUTURE_OPS(sb_join_ops, sb_join, sb_join_poll, sb_join_cancel);
 
 /* ------------------------------------------------------------ blocking join */
 

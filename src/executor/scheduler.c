@@ -25,7 +25,7 @@ void sb__sched_take_inbox(sb_executor *ex)
 }
 
 /* Pushes onto ex's inbox, holding a reference on ex, which this consumes. */
-static void push_remote_held(sb_executor *ex, sb_task *t)
+static void push_remote_with_ref(sb_executor *ex, sb_task *t)
 {
 	/* relaxed: a first guess for the CAS. */
 	sb_task *head = atomic_load_explicit(&ex->inbox, memory_order_relaxed);
@@ -53,7 +53,7 @@ static void push_remote(sb_executor *ex, sb_task *t)
 	 * sequenced after this increment, so once destroy has the task it also
 	 * sees the increment. */
 	atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
-	push_remote_held(ex, t);
+	push_remote_with_ref(ex, t);
 }
 
 /* ------------------------------------------------------------ wakes */
@@ -142,7 +142,7 @@ static int spawn_remote(sb_executor *ex, sb_task *t)
 		atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_release);
 		return -ESHUTDOWN;
 	}
-	push_remote_held(ex, t);
+	push_remote_with_ref(ex, t);
 	return 0;
 }
 

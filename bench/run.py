@@ -76,6 +76,11 @@ SCENARIO_ORDER = [
     "notify/reused-one-waiter",
     "event/fan-out-16",
     "condvar/notify-one-waiter",
+    "rwlock/uncontended-read",
+    "rwlock/uncontended-write",
+    "rwlock/write-queued-behind-readers",
+    "barrier/generation-of-8",
+    "once/16-waiters",
     "baseline/cas-acquire+store-release",
     "executor/create",
     "executor/spawn-one",
@@ -100,7 +105,7 @@ SCENARIO_ORDER = [
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
 # syncband for every one of them, fresh or reused.
-PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:10])
+PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:SCENARIO_ORDER.index("baseline/cas-acquire+store-release")])
 
 BASELINE_SCENARIO = "baseline/cas-acquire+store-release"
 # The rows whose instructions per round are counted: one thread, no runtime.
@@ -110,6 +115,8 @@ BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std")
 
 EXECUTOR_PEERS = ("tokio-current-thread", "async-executor")
 CONTENTION_PEERS = ("tokio", "async-lock")
+# The peers of the read-write lock, barrier and once-cell rows.
+RWLOCK_BARRIER_ONCE_PEERS = ("tokio", "async-lock")
 
 # The thread counts of the contention rows: the binaries list each
 # contention/*-N-threads row at the first; run.py runs it at every one.
@@ -179,6 +186,11 @@ TARGETS = {
     "mutex/four-queued-waiters": [(0.50, ("tokio",))],
     "notify/fresh-one-waiter": [(0.60, ("tokio",))],
     "notify/reused-one-waiter": [(0.60, ("tokio",))],
+    "rwlock/uncontended-read": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
+    "rwlock/uncontended-write": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
+    "rwlock/write-queued-behind-readers": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
+    "barrier/generation-of-8": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
+    "once/16-waiters": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
     "executor/spawn-one": [(0.70, EXECUTOR_PEERS)],
     "executor/yield-now": [(0.70, EXECUTOR_PEERS)],
     "executor/channels": [(0.70, EXECUTOR_PEERS)],
@@ -314,8 +326,9 @@ def discover(bin_dir, peers):
         sys.exit("run.py: %s list: %s" % (peers, err))
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 2:
-            pairs.append(Pair(f[0], f[1], [peers, "run"], None, "peers"))
+        if len(f) in (2, 3):
+            rounds = int(f[2]) if len(f) == 3 else None
+            pairs.append(Pair(f[0], f[1], [peers, "run"], rounds, "peers"))
     pairs = expand_threads(pairs)
     out, err = run_cmd([peers, "unsupported"], 60)
     if err:
@@ -1049,7 +1062,12 @@ def main():
             r = contention_rounds(base, p.threads, p.impl)
             return max(1, r // 100) if args.quick else r
         if args.quick:
-            r = p.rounds or syncband_rounds.get(p.scenario)
+            # A peer runs syncband's count where syncband has the row, its
+            # own default (from `peers list`) where it does not yet.
+            if p.side == "peers":
+                r = syncband_rounds.get(p.scenario) or p.rounds
+            else:
+                r = p.rounds or syncband_rounds.get(p.scenario)
             return max(1, r // 100) if r else None
         return None
 

@@ -26,7 +26,7 @@ fail() {
 
 # Each run gets a generous per-pair timeout so a deadlock fails instead of hanging.
 supported=0
-while read -r scenario impl; do
+while read -r scenario impl _rounds; do
     pairs=$((pairs + 1))
     supported=$((supported + 1))
     if ! out="$(timeout 60 "$peers" run "$scenario" "$impl" --rounds 10 --batches 1 </dev/null 2>&1)"; then

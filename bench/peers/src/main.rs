@@ -4,7 +4,7 @@
 //! driver can interleave the implementations batch by batch.
 //!
 //! ```text
-//! peers list                     supported pairs, one `<scenario> <impl>` a line
+//! peers list                     supported pairs, `<scenario> <impl> <default rounds>` a line
 //! peers unsupported              `UNSUPPORTED <scenario> <impl> <reason>` lines
 //! peers run <scenario> <impl> [--batches B] [--rounds R] [--threads N] [--permits K]
 //!           [--once | --waits]
@@ -28,6 +28,7 @@ mod harness;
 mod one_slot;
 mod primitives;
 mod registry;
+mod rwlock_barrier_once;
 
 use std::process::ExitCode;
 
@@ -194,7 +195,9 @@ fn print_unsupported(row: &Row, threads: usize, why: &str) {
 fn cmd_list(rows: &[Row], want_supported: bool) -> Result<(), String> {
     for row in rows {
         match (&row.support, want_supported) {
-            (Support::Run(_), true) => println!("{} {}", row.name(DEFAULT_THREADS), row.imp),
+            (Support::Run(_), true) => {
+                println!("{} {} {}", row.name(DEFAULT_THREADS), row.imp, row.rounds)
+            }
             (Support::Unsupported(why), false) => print_unsupported(row, DEFAULT_THREADS, why),
             _ => {}
         }

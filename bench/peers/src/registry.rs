@@ -5,6 +5,7 @@ use crate::contention::{smol_mt, tokio_mt};
 use crate::executors::{async_exec, tokio_ct};
 use crate::harness::BatchFn;
 use crate::primitives::{async_lock_peer, event_listener_peer, std_baseline, tokio_peer};
+use crate::rwlock_barrier_once as rbo;
 
 /// Placeholder for the thread count in a contention row's name.
 pub const THREADS_PLACEHOLDER: &str = "-N-threads";
@@ -215,6 +216,67 @@ pub fn rows() -> Vec<Row> {
             ASYNC_LOCK,
             2_000_000,
             "async-lock 2.6 and event-listener 2.5 have no condition variable",
+        ),
+        // --- read-write lock, barrier, once-cell (src/rwlock_barrier_once.rs) --
+        run(
+            "rwlock/uncontended-read",
+            TOKIO,
+            12_000_000,
+            rbo::rwlock_uncontended_read::<tokio::sync::RwLock<()>>,
+        ),
+        run(
+            "rwlock/uncontended-read",
+            ASYNC_LOCK,
+            12_000_000,
+            rbo::rwlock_uncontended_read::<async_lock::RwLock<()>>,
+        ),
+        run(
+            "rwlock/uncontended-write",
+            TOKIO,
+            12_000_000,
+            rbo::rwlock_uncontended_write::<tokio::sync::RwLock<()>>,
+        ),
+        run(
+            "rwlock/uncontended-write",
+            ASYNC_LOCK,
+            12_000_000,
+            rbo::rwlock_uncontended_write::<async_lock::RwLock<()>>,
+        ),
+        run(
+            "rwlock/write-queued-behind-readers",
+            TOKIO,
+            1_250_000,
+            rbo::rwlock_write_queued_behind_readers::<tokio::sync::RwLock<()>>,
+        ),
+        run(
+            "rwlock/write-queued-behind-readers",
+            ASYNC_LOCK,
+            1_250_000,
+            rbo::rwlock_write_queued_behind_readers::<async_lock::RwLock<()>>,
+        ),
+        run(
+            "barrier/generation-of-8",
+            TOKIO,
+            500_000,
+            rbo::barrier_generation_of_8::<tokio::sync::Barrier>,
+        ),
+        run(
+            "barrier/generation-of-8",
+            ASYNC_LOCK,
+            500_000,
+            rbo::barrier_generation_of_8::<async_lock::Barrier>,
+        ),
+        run(
+            "once/16-waiters",
+            TOKIO,
+            200_000,
+            rbo::once_16_waiters::<tokio::sync::OnceCell<u64>>,
+        ),
+        run(
+            "once/16-waiters",
+            ASYNC_LOCK,
+            200_000,
+            rbo::once_16_waiters::<async_lock::OnceCell<u64>>,
         ),
         run(
             "baseline/cas-acquire+store-release",

@@ -63,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
 # bench/README.md's order; scenarios not listed here follow in discovery order.
 SCENARIO_ORDER = [
@@ -113,11 +114,6 @@ SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO}
 # Rows that are not peers but floors (pthread, sem_t, the bare CAS+store).
 BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std")
 
-EXECUTOR_PEERS = ("tokio-current-thread", "async-executor")
-CONTENTION_PEERS = ("tokio", "async-lock")
-# The peers of the read-write lock, barrier and once-cell rows.
-RWLOCK_BARRIER_ONCE_PEERS = ("tokio", "async-lock")
-
 # The thread counts of the contention rows: the binaries list each
 # contention/*-N-threads row at the first; run.py runs it at every one.
 # Above 2 the rows are oversubscribed on the 2-core machine.
@@ -158,62 +154,57 @@ def read_fairness_bound():
     return int(m.group(1))
 
 
-# The eventually fair mutex's wait target, on its contention rows at every
-# N: max acquire wait <= 2 x SB_MUTEX_FAIRNESS_BOUND_NS + one critical
-# section.  A critical section here (an increment, and the clock read that
-# ends the wait) is well under a microsecond; the allowance of 0.1 ms on top
-# covers the wake-up of the waiter that the mutex is handed to.
+def read_targets():
+    """bench/targets.toml: the one home of the targets' numbers."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.toml")
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        sys.exit("run.py: cannot read %s: %s" % (path, e))
+
+
+TARGETS_FILE = read_targets()
+
+# The eventually fair mutex's wait target (targets.toml [fair_mutex_wait]).
 FAIRNESS_BOUND_NS = read_fairness_bound()
-FAIRNESS_ALLOWANCE_NS = 100_000
-FAIR_WAIT_LIMIT_NS = 2 * FAIRNESS_BOUND_NS + FAIRNESS_ALLOWANCE_NS
-FAIR_MUTEX_SCENARIO_RE = re.compile(r"^contention/mutex-[0-9]+-threads$")
+FAIR_WAIT = TARGETS_FILE["fair_mutex_wait"]
+FAIR_WAIT_LIMIT_NS = FAIR_WAIT["bound_multiple"] * FAIRNESS_BOUND_NS + FAIR_WAIT["allowance_ns"]
+FAIR_MUTEX_SCENARIO_RE = re.compile(FAIR_WAIT["scenarios"])
 
 
 def is_strict_fifo(impl):
     return impl.endswith("-fifo")
 
 
-# bench/README.md's targets: syncband's median <= factor x the reference's
-# median.  The reference is one impl, or the fastest of several.  A target
-# applies to the syncband rows named by its third element, or, without
-# one, to every syncband row but the strict-FIFO ones ("-fifo": the mutex's
-# old handoff, kept by request; they are measured, not targeted).
-TARGETS = {
-    "semaphore/pending-handoff": [(0.40, ("tokio",))],
-    "semaphore/reused-handoff": [(0.50, ("tokio",))],
-    "semaphore/try-one-and-return": [(0.80, ("async-lock",))],
-    "mutex/uncontended-reuse": [(0.75, ("async-lock",)), (1.10, ("pthread",))],
-    "mutex/four-queued-waiters": [(0.50, ("tokio",))],
-    "notify/fresh-one-waiter": [(0.60, ("tokio",))],
-    "notify/reused-one-waiter": [(0.60, ("tokio",))],
-    "rwlock/uncontended-read": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
-    "rwlock/uncontended-write": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
-    "rwlock/write-queued-behind-readers": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
-    "barrier/generation-of-8": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
-    "once/16-waiters": [(0.50, RWLOCK_BARRIER_ONCE_PEERS)],
-    "executor/spawn-one": [(0.70, EXECUTOR_PEERS)],
-    "executor/yield-now": [(0.70, EXECUTOR_PEERS)],
-    "executor/channels": [(0.70, EXECUTOR_PEERS)],
-    "executor/queued-handoff": [(0.50, ("tokio-current-thread",))],
-    "contention/mutex-2-threads": [(1.00, ("pthread",))],
-    "contention/mutex-8-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
-    "contention/mutex-16-threads": [(1.50, ("pthread",), ("syncband-blocking",))],
-    "contention/semaphore-2-threads": [(1.00, CONTENTION_PEERS)],
-}
+def time_targets(entries):
+    """targets.toml [[time]] as {scenario: [(factor, of[, rows])]}."""
+    targets = {}
+    for t in entries:
+        target = (t["factor"], tuple(t["of"]))
+        if "rows" in t:
+            target += (tuple(t["rows"]),)
+        targets.setdefault(t["scenario"], []).append(target)
+    return targets
 
-# bench/README.md's instruction targets: syncband's instructions per round <=
-# factor x the best peer's (Tokio, async-lock, event-listener; not the
-# baselines) or x the CAS+store baseline's.  The baseline is the C harness's
-# row (c-atomic): the same loop and checks as syncband's own rows.
-UNCONTENDED_SCENARIOS = ("semaphore/try-one-and-return", "mutex/uncontended-reuse")
-INSTR_BASELINE_IMPLS = ("c-atomic", "rust-std")
+
+# syncband's median <= factor x the reference's (the fastest of `of`), on the
+# rows named by the third element, or on every syncband row but the
+# strict-FIFO ones.
+TARGETS = time_targets(TARGETS_FILE["time"])
+
+# Instructions per round: see targets.toml [instructions].
+INSTR_TARGETS = TARGETS_FILE["instructions"]
+UNCONTENDED_SCENARIOS = tuple(INSTR_TARGETS["uncontended"])
+INSTR_BASELINE_IMPLS = tuple(INSTR_TARGETS["baseline_impls"])
 
 
 def instruction_targets(scenario):
     if scenario in UNCONTENDED_SCENARIOS:
-        return [(1.0, "peer"), (2.5, "baseline")]
+        return [(INSTR_TARGETS["uncontended_peer"], "peer"),
+                (INSTR_TARGETS["uncontended_baseline"], "baseline")]
     if scenario in PRIMITIVE_SCENARIOS:
-        return [(0.5, "peer")]
+        return [(INSTR_TARGETS["primitive_peer"], "peer")]
     return []
 
 

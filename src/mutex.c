@@ -333,15 +333,18 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
+		/* Here, not in init: only a future that waits reads it. */
+		f->lost_since = 0;
 		f->status = mutex_lock_first_poll(f, w);
 		return f->status;
 	}
 	if (f->status != SB_PENDING)
 		return f->status;
-	if (sb_waiter_load(&f->waiter) == SB_WAITER_WOKEN)
-		return f->status = mutex_retry(f, w);
+	size_t r = sb_waiter_load(&f->waiter);
 	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
-	size_t r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
+	if (r != SB_WAITER_WOKEN)
+		r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
+	/* One call site, so that mutex_retry is inlined here. */
 	if (r == SB_WAITER_WOKEN)
 		return f->status = mutex_retry(f, w);
 	return sb_future_settle(&f->status, r);

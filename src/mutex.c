@@ -255,6 +255,8 @@ static int mutex_lock_first_poll(void *future, const sb_waker *w)
 	sb_mutex_lock *f = future;
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
+	/* Here, not in init: only a future that waits reads it. */
+	f->lost_since = 0;
 	bool may_be_lone = sb_waiter_may_be_lone(node);
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
@@ -335,10 +337,11 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 static int mutex_lock_repoll(void *future, const sb_waker *w)
 {
 	sb_mutex_lock *f = future;
-	if (sb_waiter_load(&f->waiter) == SB_WAITER_WOKEN)
-		return mutex_retry(f, w);
+	size_t r = sb_waiter_load(&f->waiter);
 	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
-	size_t r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
+	if (r != SB_WAITER_WOKEN)
+		r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
+	/* One call site, so that mutex_retry is inlined here. */
 	if (r == SB_WAITER_WOKEN)
 		return mutex_retry(f, w);
 	return sb_future_settle(&f->status, r);

@@ -431,6 +431,39 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 	sb__clock_set(NULL);
 }
 
+/* The first poll that waits starts the record of losing afresh (init leaves
+ * it to that poll), so a reused future does not inherit its last one. */
+static void a_reused_lock_future_does_not_inherit_when_it_last_lost(void **state)
+{
+	(void)state;
+	sb__clock_set(fake_clock);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f;
+	counting_waker c;
+	counting_waker_init(&c);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_mutex_lock_init(&f, &m);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING); /* lost at fake_now */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	/* Long after: the same future waits again, and has not lost yet. */
+	fake_now += 2 * SB_MUTEX_FAIRNESS_BOUND_NS;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_mutex_lock_init(&f, &m);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m)); /* woken, not handed over */
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb__clock_set(NULL);
+}
+
 /*
  * A woken waiter whose task is never polled (its thread busy running the
  * barger) still gets the mutex: an unlock that finds it still woken counts it
@@ -731,6 +764,7 @@ int main(void)
 		cmocka_unit_test(unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run),
 		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
+		cmocka_unit_test(a_reused_lock_future_does_not_inherit_when_it_last_lost),
 		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),

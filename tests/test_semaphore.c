@@ -430,6 +430,30 @@ static void release_overflow_returns_the_error_and_changes_nothing(void **state)
 	assert_false(sb_semaphore_is_closed(&s));
 }
 
+/* The inline release takes counts and releases up to about half the maximum
+ * each (semaphore.h); past either, the slow path adds them, up to the exact
+ * bound. */
+static void releases_either_side_of_the_inline_bound_reach_the_maximum_exactly(void **state)
+{
+	(void)state;
+	const size_t half = SB_SEMAPHORE_MAX_PERMITS >> 1;
+	sb_semaphore inline_path = SB_SEMAPHORE_INIT(half); /* both at the inline bound */
+	assert_int_equal(sb_semaphore_release(&inline_path, half + 2), -EOVERFLOW);
+	assert_int_equal(sb_semaphore_available(&inline_path), half);
+	assert_int_equal(sb_semaphore_release(&inline_path, half + 1), 0);
+	assert_int_equal(sb_semaphore_available(&inline_path), SB_SEMAPHORE_MAX_PERMITS);
+	assert_int_equal(sb_semaphore_release(&inline_path, 1), -EOVERFLOW);
+
+	sb_semaphore big_count = SB_SEMAPHORE_INIT(half + 1); /* a count past it */
+	assert_int_equal(sb_semaphore_release(&big_count, half), 0);
+	assert_int_equal(sb_semaphore_available(&big_count), SB_SEMAPHORE_MAX_PERMITS);
+
+	sb_semaphore big_release = SB_SEMAPHORE_INIT(half - 1); /* a release past it */
+	assert_int_equal(sb_semaphore_release(&big_release, half + 2), 0);
+	assert_int_equal(sb_semaphore_available(&big_release), SB_SEMAPHORE_MAX_PERMITS);
+	assert_int_equal(sb_semaphore_release(&big_release, 1), -EOVERFLOW);
+}
+
 static void release_overflow_with_a_waiter_queued_changes_nothing(void **state)
 {
 	(void)state;
@@ -696,6 +720,7 @@ int main(void)
 		cmocka_unit_test(try_acquire_does_not_barge_past_a_queued_waiter),
 		cmocka_unit_test(close_wakes_all_waiters_with_the_error_and_later_acquires_fail),
 		cmocka_unit_test(release_overflow_returns_the_error_and_changes_nothing),
+		cmocka_unit_test(releases_either_side_of_the_inline_bound_reach_the_maximum_exactly),
 		cmocka_unit_test(release_overflow_with_a_waiter_queued_changes_nothing),
 		cmocka_unit_test(returned_grants_saturate_the_counter_instead_of_wrapping),
 		cmocka_unit_test(oversize_acquire_fails_cleanly),

@@ -254,6 +254,20 @@ typedef struct sb_waitq {
  */
 #define SB_WAITER_GRANTED SB_CAST(size_t, 0)
 
+/* A fast path's condition that usually holds: its success becomes the
+ * straight line, the slow-path call the branch. */
+#if defined(__GNUC__)
+static inline bool sb__likely(bool b)
+{
+	return __builtin_expect(b, 1);
+}
+#else
+static inline bool sb__likely(bool b)
+{
+	return b;
+}
+#endif
+
 /*
  * The atomic operations of the inline fast paths, on a state word that is
  * _Atomic(size_t) in C and std::atomic<size_t> in C++.  The CASes are weak:

@@ -112,7 +112,9 @@ typedef struct sb_mutex {
 typedef struct sb_mutex_lock {
 	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_mutex *mutex;
-	uint64_t lost_since; /* when it first lost the mutex to a barger, or 0 */
+	/* when it first lost the mutex to a barger, or 0 (set so by its first
+	 * poll that waits) */
+	uint64_t lost_since;
 	int status;
 } sb_mutex_lock;
 
@@ -176,8 +178,7 @@ SB_INLINE int sb_mutex_unlock(sb_mutex *m)
 SB_INLINE void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 {
 	f->mutex = m;
-	f->lost_since = 0;
-	f->status = SB_FUTURE_IDLE;
+	f->status = SB_FUTURE_IDLE; /* lost_since: set by a first poll that waits */
 }
 
 /*
@@ -192,14 +193,17 @@ SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE) {
 		sb_mutex *m = f->mutex;
+		/* Completed, unless the CAS fails: nobody else knows the future
+		 * yet.  Stored before the atomics, it replaces init's store
+		 * (the compiler drops that one) instead of following it. */
+		f->status = 0;
 		/* relaxed: a guess that the CAS confirms.  Read first, so that a
 		 * lock that must wait costs no failed CAS. */
 		size_t state = sb__state_load_relaxed(&m->q);
 		/* acquire: as try_lock. */
-		if (state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)) {
-			f->status = 0;
+		if (sb__likely(state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)))
 			return 0;
-		}
+		f->status = SB_FUTURE_IDLE;
 	} else if (sb__future_granted(&f->status, &f->waiter)) {
 		f->status = 0;
 		return 0;

@@ -122,6 +122,21 @@ static inline bool sb__semaphore_may_take(size_t state, size_t n, size_t *next)
 }
 
 /*
+ * Whether `n` permits may be added lock-free to a word `state`: nobody
+ * waits or is deciding to (neither HELD nor NONEMPTY), and the sum stays
+ * within the maximum.  Conservatively, so that the word takes one bit test:
+ * a count below 2^(w-6) (no bit set above bit w-3 of a w-bit size_t) and n
+ * from 1 to 2^(w-6), about half the maximum each, sum to at most the maximum
+ * (2^(w-5) - 1).  Releases past that, rare and the only ones that can
+ * overflow, take the slow path, which checks the exact bound.
+ */
+static inline bool sb__semaphore_may_give(size_t state, size_t n)
+{
+	return n - 1 < (SB_SEMAPHORE_MAX_PERMITS >> 1) + 1 &&
+	       !(state & (~(SIZE_MAX >> 2) | SB_QLOCK_HELD | SB_WAITQ_NONEMPTY));
+}
+
+/*
  * Takes `n` permits if they are available and nobody is queued.  Returns 0,
  * -EAGAIN, -ESHUTDOWN, or -EINVAL (n above the maximum).  n == 0 succeeds
  * unless closed.  Acquire ordering on success.  Never waits.  Inline: one
@@ -149,10 +164,7 @@ SB_INLINE int sb_semaphore_release(sb_semaphore *s, size_t n)
 {
 	/* relaxed: a guess that the CAS confirms. */
 	size_t state = sb__state_load_relaxed(&s->q);
-	/* Nobody waits or is deciding to, and the count stays at or below the
-	 * maximum (count <= MAX - n, in the word's units). */
-	if (n - 1 < SB_SEMAPHORE_MAX_PERMITS && !(state & (SB_QLOCK_HELD | SB_WAITQ_NONEMPTY)) &&
-	    state < (SB_SEMAPHORE_MAX_PERMITS + 1 - n) * SB_SEMAPHORE_STATE_COUNT_ONE &&
+	if (sb__semaphore_may_give(state, n) &&
 	    /* release: whoever takes these permits sees our writes (pairs with
 	     * the acquire CAS of try_acquire or of an acquire's first poll). */
 	    sb__state_cas_release(&s->q, &state, state + n * SB_SEMAPHORE_STATE_COUNT_ONE))

@@ -5,6 +5,9 @@
 #include <sched.h>
 
 #include "cpu.h"
+#ifdef SB_MODEL_CHECK
+#include "futex.h"
+#endif
 
 /*
  * A task's state word:
@@ -294,13 +297,21 @@ bool sb_loop_idle(sb_loop *l)
 	/* relaxed: only this thread decrements it, in task_release. */
 	if (atomic_load_explicit(&l->tasks, memory_order_relaxed) != 0)
 		return false;
+	size_t ringing;
 	/* acquire: pairs with the release decrement after a dropper's ring. */
-	for (unsigned spins = 0; atomic_load_explicit(&l->ringing, memory_order_acquire) != 0;
-	     spins++) {
+	for (unsigned spins = 0;
+	     (ringing = atomic_load_explicit(&l->ringing, memory_order_acquire)) != 0; spins++) {
+#ifdef SB_MODEL_CHECK
+		/* The model's scheduler runs the dropper instead. */
+		(void)spins;
+		sb_futex_wait(sb_futex_low_half(&l->ringing), (uint32_t)ringing, NULL);
+#else
+		(void)ringing;
 		if (spins < 64)
 			sb_cpu_relax();
 		else
 			sched_yield(); /* the dropper was preempted between push and ring */
+#endif
 	}
 	return true;
 }

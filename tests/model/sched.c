@@ -57,10 +57,11 @@ typedef struct location {
 
 typedef struct plain {
 	const void *addr;
-	int thread;
+	int thread; /* the last write's */
 	uint32_t stamp;
 	const char *file;
 	int line;
+	uint32_t read[NT]; /* sb_model_plain_access: reads since, as location.access */
 } plain;
 
 /* What sb_model_signal() published at an address, for sb_model_await_change(). */
@@ -815,7 +816,7 @@ static plain *plain_entry(const void *addr, bool add)
 	if (M.nplain == MAX_PLAIN)
 		sb_model_fail(__FILE__, __LINE__, "too many plain data addresses");
 	plain *p = &M.plain[M.nplain++];
-	p->addr = addr;
+	*p = (plain){ .addr = addr, .thread = SETUP, .file = "setup" };
 	return p;
 }
 
@@ -848,6 +849,46 @@ void sb_model_plain_read(const void *addr, const char *file, int line)
 		 "happen-before the read",
 		 M.current, addr, p->thread, base_name(p->file), p->line);
 	sb_model_fail(file, line, what);
+}
+
+/*
+ * A plain field of the library's own (model_hooks.h): a read must come after
+ * the last write, and a write after the last write and every read since.
+ */
+void sb_model_plain_access(const void *addr, bool write)
+{
+	if (!M.weak)
+		return;
+	plain *p = plain_entry(addr, true);
+	if (M.current < 0) { /* setup or check: before or after everything */
+		if (write)
+			*p = (plain){ .addr = addr, .thread = SETUP, .file = "setup" };
+		return;
+	}
+	int t = M.current;
+	char what[256];
+	if (!happens_before(p->thread, p->stamp, t)) {
+		snprintf(what, sizeof what,
+			 "data race: thread %d %s the library's field at %p, written by thread %d, "
+			 "which does not happen-before",
+			 t, write ? "writes" : "reads", addr, p->thread);
+		sb_model_fail(__FILE__, __LINE__, what);
+	}
+	if (!write) {
+		p->read[t] = M.clock[t].c[t] + 1;
+		return;
+	}
+	for (int u = 0; u < NT; u++) {
+		if (u == t || p->read[u] <= M.clock[t].c[u])
+			continue;
+		snprintf(what, sizeof what,
+			 "data race: thread %d writes the library's field at %p, read by thread %d, "
+			 "which does not happen-before the write",
+			 t, addr, u);
+		sb_model_fail(__FILE__, __LINE__, what);
+	}
+	/* Every earlier access happens-before this write, so it stands for them. */
+	*p = (plain){ .addr = addr, .thread = t, .stamp = ++M.clock[t].c[t], .file = "the library" };
 }
 
 /* ------------------------------------------------------------- executions */

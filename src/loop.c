@@ -5,6 +5,9 @@
 #include <sched.h>
 
 #include "cpu.h"
+#ifdef SB_MODEL_CHECK
+#include "futex.h"
+#endif
 
 /*
  * A task's state word:
@@ -60,6 +63,45 @@ static inline sb_loop_task *task_of(const void *data)
 	return (sb_loop_task *)data; /* our wakers carry the task itself */
 }
 
+/*
+ * A task's link and loop are plain fields that the orders below hand from
+ * thread to thread: the model-check build (tests/model) checks every access
+ * to them for a data race, a write against the reads before it too.
+ */
+static inline void plain_access(const void *field, bool write)
+{
+#ifdef SB_MODEL_CHECK
+	sb_model_plain_access(field, write);
+#else
+	(void)field;
+	(void)write;
+#endif
+}
+
+static inline sb_loop_task *next_of(const sb_loop_task *t)
+{
+	plain_access(&t->next, false);
+	return t->next;
+}
+
+static inline void set_next(sb_loop_task *t, sb_loop_task *next)
+{
+	plain_access(&t->next, true);
+	t->next = next;
+}
+
+static inline sb_loop *loop_of(const sb_loop_task *t)
+{
+	plain_access(&t->loop, false);
+	return t->loop;
+}
+
+static inline void set_loop(sb_loop_task *t, sb_loop *l)
+{
+	plain_access(&t->loop, true);
+	t->loop = l;
+}
+
 void sb_loop_init(sb_loop *l, sb_loop_ring_fn ring, void *ctx)
 {
 	atomic_init(&l->inbox, NULL);
@@ -72,8 +114,8 @@ void sb_loop_init(sb_loop *l, sb_loop_ring_fn ring, void *ctx)
 void sb_loop_task_init(sb_loop_task *t, sb_loop_poll_fn poll, sb_loop_release_fn release)
 {
 	atomic_init(&t->state, 0);
-	t->next = NULL;
-	t->loop = NULL;
+	set_next(t, NULL);
+	set_loop(t, NULL);
 	t->poll = poll;
 	t->release = release;
 }
@@ -84,7 +126,7 @@ static bool inbox_push(sb_loop *l, sb_loop_task *t)
 	/* relaxed: only a guess at the top; the CAS checks it. */
 	sb_loop_task *top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
 	do {
-		t->next = top;
+		set_next(t, top);
 		/* release: t->next and everything before the push (a grant, the
 		 * spawner's writes) happen-before the loop's acquire exchange, which
 		 * reads the last push and so every earlier one (release sequence). */
@@ -114,7 +156,7 @@ static void task_release(sb_loop *l, sb_loop_task *t)
 /* Drops `n` references; `on_loop`: we are inside sb_loop_run_ready. */
 static void task_unref(sb_loop_task *t, size_t n, bool on_loop)
 {
-	sb_loop *l = t->loop;
+	sb_loop *l = loop_of(t);
 	/* acq_rel: release orders our touches of the task before its release
 	 * function; acquire makes the last dropper see every earlier one's. */
 	size_t old = atomic_fetch_sub_explicit(&t->state, n * REF_ONE, memory_order_acq_rel);
@@ -153,8 +195,9 @@ static void task_wake(sb_loop_task *t)
 							memory_order_relaxed));
 	if (s & QUEUED)
 		return;
-	if (inbox_push(t->loop, t))
-		ring(t->loop);
+	sb_loop *l = loop_of(t);
+	if (inbox_push(l, t))
+		ring(l);
 }
 
 static sb_waker loop_waker_clone(const void *data)
@@ -210,7 +253,7 @@ int sb_loop_spawn(sb_loop *l, sb_loop_task *t)
 	if (!atomic_compare_exchange_strong_explicit(&t->state, &idle, QUEUED + 3 * REF_ONE,
 						     memory_order_acquire, memory_order_relaxed))
 		return -EBUSY;
-	t->loop = l;
+	set_loop(t, l);
 	/* relaxed: the push publishes it; the loop alone decrements it. */
 	atomic_fetch_add_explicit(&l->tasks, 1, memory_order_relaxed);
 	if (inbox_push(l, t))
@@ -224,8 +267,8 @@ static sb_loop_task *take_in_order(sb_loop_task *top)
 {
 	sb_loop_task *fifo = NULL;
 	while (top != NULL && top != AWAKE) {
-		sb_loop_task *next = top->next;
-		top->next = fifo;
+		sb_loop_task *next = next_of(top);
+		set_next(top, fifo);
 		fifo = top;
 		top = next;
 	}
@@ -276,7 +319,7 @@ size_t sb_loop_run_ready(sb_loop *l)
 								 memory_order_acquire));
 	size_t polled = 0;
 	while (t) {
-		sb_loop_task *next = t->next; /* read first: running may release t */
+		sb_loop_task *next = next_of(t); /* read first: running may release t */
 		polled += run_one(l, t);
 		t = next;
 	}
@@ -294,13 +337,21 @@ bool sb_loop_idle(sb_loop *l)
 	/* relaxed: only this thread decrements it, in task_release. */
 	if (atomic_load_explicit(&l->tasks, memory_order_relaxed) != 0)
 		return false;
+	size_t ringing;
 	/* acquire: pairs with the release decrement after a dropper's ring. */
-	for (unsigned spins = 0; atomic_load_explicit(&l->ringing, memory_order_acquire) != 0;
-	     spins++) {
+	for (unsigned spins = 0;
+	     (ringing = atomic_load_explicit(&l->ringing, memory_order_acquire)) != 0; spins++) {
+#ifdef SB_MODEL_CHECK
+		/* The model's scheduler runs the dropper instead. */
+		(void)spins;
+		sb_futex_wait(sb_futex_low_half(&l->ringing), (uint32_t)ringing, NULL);
+#else
+		(void)ringing;
 		if (spins < 64)
 			sb_cpu_relax();
 		else
 			sched_yield(); /* the dropper was preempted between push and ring */
+#endif
 	}
 	return true;
 }

@@ -54,6 +54,14 @@ bool sb_model_cas(sb_model_site *site, void *addr, size_t size, void *expected,
 		  const void *desired, bool weak, int success, int failure);
 void sb_model_fence(sb_model_site *site, int order);
 
+/*
+ * A plain (non-atomic) field that the library hands between threads by its
+ * atomics' orders (src/loop.c's links): under the weak model the access
+ * fails the execution unless it happens-after the field's last write and,
+ * for a write, every read since.
+ */
+void sb_model_plain_access(const void *addr, bool write);
+
 #define SB_MODEL_SITE_()                                                             \
 	__extension__({                                                              \
 		static sb_model_site sb_site_ = { .file = __FILE__, .line = __LINE__ }; \

@@ -28,6 +28,8 @@ ORDER = re.compile(r"\bmemory_order_(relaxed|consume|acquire|release|acq_rel|seq
 WEAK_TESTS = "*under_the_weak_model*"
 PROGRAMS = ("test_model", "test_model_loop")
 FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
+# A function definition's first line: at column 0, a name and its "(".
+DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*\(\)]*?\b(\w+)\s*\(")
 
 
 def strip_comments(text):
@@ -65,13 +67,23 @@ def source_files():
                 yield name, os.path.join(path, name)
 
 
+def enclosing_function(stripped_lines, line):
+    """The function whose body holds `line` (1-based), or "?"."""
+    for text in reversed(stripped_lines[:line - 1]):
+        m = DEFINITION.match(text)
+        if m and not text.startswith(("typedef", "struct", "enum", "union")):
+            return m.group(1)
+    return "?"
+
+
 def source_sites():
-    """Every atomic call: (file, first line, last line, orders, code)."""
+    """Every atomic call: (file, first line, last line, orders, code, function)."""
     sites = []
     for name, path in source_files():
         raw = open(path).read()
         text = strip_comments(raw)
         lines = raw.split("\n")
+        stripped = text.split("\n")
         for m in CALL.finditer(text):
             depth, j = 1, m.end()
             while depth and j < len(text):
@@ -81,7 +93,7 @@ def source_sites():
             last = text.count("\n", 0, j) + 1
             orders = ORDER.findall(text[m.start():j])
             code = " ".join(l.strip() for l in lines[first - 1:last])
-            sites.append((name, first, last, orders, code))
+            sites.append((name, first, last, orders, code, enclosing_function(stripped, first)))
     return sites
 
 
@@ -148,7 +160,7 @@ def main():
     for dup in sorted({s for s in starts if starts.count(s) > 1}):
         print("warning: %s:%d holds two atomic calls; weakening one weakens both" % dup,
               file=sys.stderr)
-    for name, first, last, orders, code in source_sites():
+    for name, first, last, orders, code, function in source_sites():
         if all(o == "relaxed" for o in orders):
             continue
         # gcc names a multi-line invocation by its first line; accept any line
@@ -157,10 +169,10 @@ def main():
         where = next((l for l in lines if l in reached), lines[0])
         if args.only and where not in args.only:
             continue
-        todo.append((where, "/".join(orders), code, reached.get(where, 0)))
+        todo.append((where, function, "/".join(orders), code, reached.get(where, 0)))
 
     def mutate(site):
-        where, _orders, _code, count = site
+        where, _function, _orders, _code, count = site
         if count == 0:
             return "not reached"
         result = "NOT CAUGHT"
@@ -182,10 +194,11 @@ def main():
         results = list(pool.map(mutate, todo))
 
     caught = sum(r.startswith("caught") for r in results)
-    print("| site | order | code | result |")
-    print("|---|---|---|---|")
-    for (where, orders, code, _count), result in zip(todo, results):
-        print("| %s | %s | `%s` | %s |" % (where, orders, code.replace("|", "\\|"), result))
+    print("| site | function | order | code | result |")
+    print("|---|---|---|---|---|")
+    for (where, function, orders, code, _count), result in zip(todo, results):
+        print("| %s | %s | %s | `%s` | %s |" % (where, function, orders, code.replace("|", "\\|"),
+                                             result))
     print("\n%d sites: %d caught, %d not caught, %d not reached" %
           (len(todo), caught, sum(r == "NOT CAUGHT" for r in results),
            sum(r == "not reached" for r in results)))

@@ -49,14 +49,19 @@ typedef struct location {
 	uint32_t count;    /* stores held: indices next - count .. next - 1 */
 	uint32_t seen[NT]; /* latest index each thread read or wrote (coherence) */
 	mstore h[HISTORY]; /* index i at h[i % HISTORY] */
+	/* Each thread's last access: covered once its stamp happens-before */
+	uint32_t access[NT];
+	const sb_model_site *access_site[NT];
+	int dead_owner; /* 1 + the thread whose returned frame held it; 0: live */
 } location;
 
 typedef struct plain {
 	const void *addr;
-	int thread;
+	int thread; /* the last write's */
 	uint32_t stamp;
 	const char *file;
 	int line;
+	uint32_t read[NT]; /* sb_model_plain_access: reads since, as location.access */
 } plain;
 
 /* What sb_model_signal() published at an address, for sb_model_await_change(). */
@@ -91,6 +96,8 @@ static struct {
 	bool weak;
 	int stale_bound;
 	int stale_reads;
+	int spurious_bound; /* sb_model_allow_spurious_failures */
+	int spurious;
 	vclock clock[NT];
 	vclock acquire_pending[NT]; /* release clocks read by relaxed loads */
 	vclock release_fence[NT];   /* the clock at the last release fence */
@@ -533,6 +540,26 @@ static mstore *push(location *l)
 }
 
 /*
+ * A location in a frame that returned (retire_stack): its own thread may
+ * reuse the memory for a new object, anyone else's access is a use after
+ * return.
+ */
+static void revive_or_fail(location *l)
+{
+	int owner = l->dead_owner - 1;
+	if (M.current != owner) {
+		char what[200];
+		snprintf(what, sizeof what,
+			 "use after return: thread %d accesses %p, in a frame of thread %d that "
+			 "returned", M.current, l->addr, owner);
+		sb_model_fail(__FILE__, __LINE__, what);
+	}
+	memset(l->access, 0, sizeof l->access);
+	l->dead_owner = 0;
+	l->count = 0; /* a new object: its history starts again */
+}
+
+/*
  * The location at `addr`, its history consistent with the real memory: a
  * location seen for the first time, or whose memory no longer holds its
  * latest store (a plain write the model did not see: an init, a struct
@@ -553,6 +580,8 @@ static location *locate(const void *addr, size_t size)
 		memset(l, 0, sizeof *l);
 		l->addr = addr;
 	}
+	if (l->dead_owner)
+		revive_or_fail(l);
 	uint64_t real = mem_read(addr, size);
 	if (l->count == 0 || l->size != size || latest(l)->value != real) {
 		l->size = size;
@@ -579,6 +608,24 @@ static void read_from(location *l, int t, uint32_t index, bool acquire)
 {
 	l->seen[t] = index;
 	join(acquire ? &M.clock[t] : &M.acquire_pending[t], &store_at(l, index)->rel);
+}
+
+/*
+ * Thread t accessed the location at its event `stamp` (a store's own stamp;
+ * for a load, the thread's next one: whatever happens-after that event of t
+ * comes after the load).
+ */
+static void accessed(location *l, int t, uint32_t stamp, const sb_model_site *site)
+{
+	if (stamp > l->access[t]) {
+		l->access[t] = stamp;
+		l->access_site[t] = site;
+	}
+}
+
+static uint32_t load_stamp(int t)
+{
+	return M.clock[t].c[t] + 1;
 }
 
 /*
@@ -635,6 +682,7 @@ void sb_model_load(sb_model_site *site, const void *addr, size_t size, void *out
 		if (index != l->next - 1)
 			note = " (stale)";
 		read_from(l, t, index, is_acquire(order));
+		accessed(l, t, load_stamp(t), site);
 		v = store_at(l, index)->value;
 	}
 	memcpy(out, &v, size);
@@ -646,8 +694,11 @@ void sb_model_store(sb_model_site *site, void *addr, size_t size, const void *va
 	site_use(site, SB_MODEL_STORE, &order, NULL);
 	point();
 	uint64_t v = value_of(val, size);
-	if (tracked())
-		record_store(locate(addr, size), M.current, v, is_release(order), NULL);
+	if (tracked()) {
+		location *l = locate(addr, size);
+		record_store(l, M.current, v, is_release(order), NULL);
+		accessed(l, M.current, latest(l)->stamp, site);
+	}
 	mem_write(addr, size, v);
 	trace_op(site, addr, v, "");
 }
@@ -681,39 +732,58 @@ void sb_model_rmw(sb_model_site *site, int op, void *addr, size_t size, const vo
 	case SB_MODEL_FETCH_OR: now = was | arg; break;
 	case SB_MODEL_FETCH_AND: now = was & arg; break;
 	}
-	if (l)
+	if (l) {
 		record_rmw(l, now, order);
+		accessed(l, M.current, latest(l)->stamp, site);
+	}
 	mem_write(addr, size, now);
 	memcpy(old, &was, size);
 	trace_op(site, addr, was, "");
 }
 
+void sb_model_allow_spurious_failures(int n)
+{
+	M.spurious_bound = n;
+}
+
 /*
  * A CAS reads the latest store, whether it succeeds or fails (C11 lets a
- * failed CAS read an older one; the model does not, nor does it fail a weak
- * CAS spuriously).  A failure is a load with the failure order.
+ * failed CAS read an older one; the model does not).  A weak CAS that would
+ * succeed may fail spuriously, as C11 lets it, where the scenario's setup
+ * allowed it (sb_model_allow_spurious_failures): a choice point, option 0
+ * the success.  A failure is a load with the failure order.
  */
 bool sb_model_cas(sb_model_site *site, void *addr, size_t size, void *expected,
 		  const void *desired, bool weak, int success, int failure)
 {
-	(void)weak;
 	site_use(site, SB_MODEL_CAS, &success, &failure);
 	rmws_seen++;
 	point();
 	location *l = tracked() ? locate(addr, size) : NULL;
 	uint64_t was = mem_read(addr, size);
 	bool ok = was == value_of(expected, size);
+	bool spurious = false;
+	if (ok && weak && M.current >= 0 && M.spurious < M.spurious_bound && choose(2)) {
+		M.spurious++;
+		ok = false;
+		spurious = true;
+	}
 	if (ok) {
 		uint64_t now = value_of(desired, size);
-		if (l)
+		if (l) {
 			record_rmw(l, now, success);
+			accessed(l, M.current, latest(l)->stamp, site);
+		}
 		mem_write(addr, size, now);
 	} else {
-		if (l)
+		if (l) {
 			read_from(l, M.current, l->next - 1, is_acquire(failure));
+			accessed(l, M.current, load_stamp(M.current), site);
+		}
 		memcpy(expected, &was, size);
 	}
-	trace_op(site, addr, was, ok ? " (cas succeeded)" : " (cas failed)");
+	trace_op(site, addr, was,
+		 ok ? " (cas succeeded)" : spurious ? " (cas failed spuriously)" : " (cas failed)");
 	return ok;
 }
 
@@ -746,7 +816,7 @@ static plain *plain_entry(const void *addr, bool add)
 	if (M.nplain == MAX_PLAIN)
 		sb_model_fail(__FILE__, __LINE__, "too many plain data addresses");
 	plain *p = &M.plain[M.nplain++];
-	p->addr = addr;
+	*p = (plain){ .addr = addr, .thread = SETUP, .file = "setup" };
 	return p;
 }
 
@@ -781,11 +851,85 @@ void sb_model_plain_read(const void *addr, const char *file, int line)
 	sb_model_fail(file, line, what);
 }
 
+/*
+ * A plain field of the library's own (model_hooks.h): a read must come after
+ * the last write, and a write after the last write and every read since.
+ */
+void sb_model_plain_access(const void *addr, bool write)
+{
+	if (!M.weak)
+		return;
+	plain *p = plain_entry(addr, true);
+	if (M.current < 0) { /* setup or check: before or after everything */
+		if (write)
+			*p = (plain){ .addr = addr, .thread = SETUP, .file = "setup" };
+		return;
+	}
+	int t = M.current;
+	char what[256];
+	if (!happens_before(p->thread, p->stamp, t)) {
+		snprintf(what, sizeof what,
+			 "data race: thread %d %s the library's field at %p, written by thread %d, "
+			 "which does not happen-before",
+			 t, write ? "writes" : "reads", addr, p->thread);
+		sb_model_fail(__FILE__, __LINE__, what);
+	}
+	if (!write) {
+		p->read[t] = M.clock[t].c[t] + 1;
+		return;
+	}
+	for (int u = 0; u < NT; u++) {
+		if (u == t || p->read[u] <= M.clock[t].c[u])
+			continue;
+		snprintf(what, sizeof what,
+			 "data race: thread %d writes the library's field at %p, read by thread %d, "
+			 "which does not happen-before the write",
+			 t, addr, u);
+		sb_model_fail(__FILE__, __LINE__, what);
+	}
+	/* Every earlier access happens-before this write, so it stands for them. */
+	*p = (plain){ .addr = addr, .thread = t, .stamp = ++M.clock[t].c[t], .file = "the library" };
+}
+
 /* ------------------------------------------------------------- executions */
+
+/*
+ * Thread t has returned from every frame below `frame` on its stack: each
+ * atomic location there is dead.  Every other thread's access to it must
+ * happen-before this point (as before a free: the memory is reused), and
+ * none may follow (locate).  Weak model only.
+ */
+static void retire_stack(int t, const void *frame)
+{
+	if (!M.weak)
+		return;
+	const char *lo = stacks[t];
+	for (int i = 0; i < M.nlocations; i++) {
+		location *l = &M.loc[i];
+		const char *a = l->addr;
+		if (a < lo || a >= (const char *)frame || l->dead_owner)
+			continue;
+		for (int u = 0; u < NT; u++) {
+			if (u == t || l->access[u] <= M.clock[t].c[u])
+				continue;
+			char what[300];
+			snprintf(what, sizeof what,
+				 "data race: thread %d's access to %p at %s:%d does not happen-before "
+				 "thread %d returns from the frame holding it",
+				 u, l->addr, base_name(l->access_site[u]->file),
+				 l->access_site[u]->line, t);
+			sb_model_fail(__FILE__, __LINE__, what);
+		}
+		l->dead_owner = t + 1;
+	}
+}
 
 static void trampoline(int t)
 {
 	M.scenario->thread[t](M.user);
+	/* What the thread kept on its stack (a blocking call's future and
+	 * parker) is gone now. */
+	retire_stack(t, __builtin_frame_address(0));
 	M.done[t] = true;
 	/* back to main_ctx through uc_link, which picks the next thread */
 }
@@ -805,6 +949,8 @@ static void run_once(void)
 	M.nplain = 0;
 	M.nsignals = 0;
 	M.stale_reads = 0;
+	M.spurious_bound = 0;
+	M.spurious = 0;
 	M.depth = 0;
 	M.preemptions = 0;
 	M.steps = 0;

@@ -72,6 +72,13 @@ long sb_model_points(void);
 /* Of those, the read-modify-writes (CAS, exchange, fetch-op). */
 long sb_model_rmws(void);
 
+/*
+ * For a scenario's setup: in this execution, up to `n` weak CASes that would
+ * succeed may fail spuriously instead (C11 allows it; a choice point each),
+ * which is what sends an inline fast path to its out-of-line retry.
+ */
+void sb_model_allow_spurious_failures(int n);
+
 /* For scenarios: fail the whole run, printing the schedule that led here. */
 void sb_model_fail(const char *file, int line, const char *what);
 

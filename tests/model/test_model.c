@@ -397,6 +397,133 @@ static void sem11_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/*
+ * sb_future_wait_blocking on a future of the caller's own: its first poll
+ * hands a clone of the parker's waker to another thread, which writes a
+ * payload and wakes it; the poll that wake causes reads the payload.  Only
+ * the parker orders the two (its wakes release, the fetch_and before each
+ * poll acquires), as an executor's wake happens-before the poll it causes.
+ * By reference, the waker then drops its clone: the call returns only once
+ * that drop happened-before (the parker lives in its frame, which the model
+ * treats as freed when the thread returns).
+ */
+typedef struct handoff_ctx {
+	sb_waker waker;     /* the clone the first poll hands over */
+	atomic_int handed;  /* 1 once `waker` is filled in */
+	int polls;
+	int r;
+	int payload;
+} handoff_ctx;
+
+static int handoff_poll(void *f, const sb_waker *w)
+{
+	handoff_ctx *c = f;
+	if (c->polls++ > 0) { /* woken: after the wake */
+		consume(&c->payload);
+		return 0;
+	}
+	c->waker = sb_waker_clone(w);
+	MODEL_PLAIN_WRITE(&c->waker);
+	/* relaxed: the handover itself is the model's signal below. */
+	atomic_store_explicit(&c->handed, 1, memory_order_relaxed);
+	sb_model_signal(&c->handed);
+	return SB_PENDING;
+}
+
+static void handoff_cancel(void *f)
+{
+	(void)f;
+	MODEL_CHECK(!"an infinite wait never cancels");
+}
+
+static const sb_future_ops handoff_ops = { handoff_poll, handoff_cancel };
+
+static void handoff_waiter(void *p)
+{
+	handoff_ctx *c = p;
+	c->r = sb_future_wait_blocking(c, &handoff_ops, SB_TIMEOUT_INFINITE);
+}
+/* Waits for the clone: the waiter's first poll happens-before what follows. */
+static bool handoff_receive(handoff_ctx *c)
+{
+	if (!sb_model_await_change(&c->handed, 0))
+		return false;
+	MODEL_PLAIN_READ(&c->waker);
+	publish(&c->payload);
+	return true;
+}
+static void handoff_wake(void *p)
+{
+	handoff_ctx *c = p;
+	if (handoff_receive(c))
+		sb_waker_wake(c->waker);
+}
+static void handoff_wake_by_ref(void *p)
+{
+	handoff_ctx *c = p;
+	if (!handoff_receive(c))
+		return;
+	sb_waker_wake_by_ref(&c->waker);
+	sb_waker_drop(c->waker);
+}
+static void handoff_check(void *p)
+{
+	handoff_ctx *c = p;
+	MODEL_CHECK(c->r == 0 && c->polls == 2);
+}
+
+/* ----------------------------------------------------------------- deadline */
+
+/*
+ * An expiry racing the polls of a deadline around a pending acquire: the
+ * poll that acts on it reads what the expirer wrote before.
+ */
+typedef struct deadline_ctx {
+	sb_semaphore sem;
+	sb_semaphore_acquire acq;
+	sb_deadline d;
+	counting_waker w;
+	int r;
+	int payload;
+} deadline_ctx;
+
+static void dl_setup(void *p)
+{
+	deadline_ctx *c = p;
+	sb_semaphore_init(&c->sem, 0);
+	sb_semaphore_acquire_init(&c->acq, &c->sem, 1);
+	sb_deadline_init(&c->d, &c->acq, &sb_semaphore_acquire_ops);
+	counting_waker_init(&c->w);
+}
+static void dl_t0(void *p)
+{
+	deadline_ctx *c = p;
+	sb_waker w = counting_waker_ref(&c->w);
+	c->r = sb_deadline_poll(&c->d, &w);
+	if (c->r == SB_PENDING) /* a re-poll (a timer's wake would cause one) */
+		c->r = sb_deadline_poll(&c->d, &w);
+	if (c->r == -ETIMEDOUT)
+		consume(&c->payload);
+}
+static void dl_t1(void *p)
+{
+	deadline_ctx *c = p;
+	publish(&c->payload);
+	sb_deadline_expire(&c->d);
+}
+static void dl_check(void *p)
+{
+	deadline_ctx *c = p;
+	MODEL_CHECK(sb_deadline_is_expired(&c->d));
+	if (c->r == SB_PENDING) {
+		sb_waker w = counting_waker_ref(&c->w);
+		c->r = sb_deadline_poll(&c->d, &w);
+	}
+	MODEL_CHECK(c->r == -ETIMEDOUT); /* inner never completes */
+	MODEL_CHECK(atomic_load(&c->w.live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
 /* -------------------------------------------------------------------- mutex */
 
 typedef struct mutex_ctx {
@@ -1128,6 +1255,29 @@ static void ae2_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
 }
 
+/*
+ * The inline fast paths' CASes are weak: one that fails spuriously (C11
+ * lets it) sends set() and try_wait() to their out-of-line retry, whose own
+ * CAS must then publish (set) or synchronise (try_wait) as the inline one.
+ */
+static void ev_spurious_setup(void *p)
+{
+	ev2_setup(p);
+	sb_model_allow_spurious_failures(1);
+}
+static void ae_spurious_setup(void *p)
+{
+	event_ctx *c = p;
+	sb_auto_event_init(&c->a, false);
+	sb_model_allow_spurious_failures(1);
+}
+static void ae_spurious_check(void *p)
+{
+	event_ctx *c = p;
+	/* The signal was taken, or is still stored. */
+	MODEL_CHECK((c->r2 == 0) == (sb_auto_event_try_wait(&c->a) == -EAGAIN));
+}
+
 /* ------------------------------------------------- broadcasts past a batch */
 
 /*
@@ -1426,6 +1576,12 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(sem_ctx), sem8_setup, { sem2_t0, sem4_t0 }, sem8_check },
 	{ "semaphore: blocking acquire racing release", 2, sizeof(sem_ctx), sem_setup_empty,
 	  { sem10_t0, sem2_t1 }, sem10_check },
+	{ "blocking: a wake from another thread racing the parker's sleep", 2,
+	  sizeof(handoff_ctx), NULL, { handoff_waiter, handoff_wake }, handoff_check },
+	{ "blocking: a wake by reference and a drop racing the parker's sleep and return", 2,
+	  sizeof(handoff_ctx), NULL, { handoff_waiter, handoff_wake_by_ref }, handoff_check },
+	{ "deadline: an expiry racing the polls of a pending acquire", 2, sizeof(deadline_ctx),
+	  dl_setup, { dl_t0, dl_t1 }, dl_check },
 	{ "semaphore: release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty,
 	  { sem2_t1, sem9_t1 }, sem9_check },
 	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
@@ -1472,6 +1628,10 @@ static const sb_model_scenario scenarios[] = {
 	  { ev2_t0, ev5_t1 }, ev5_check },
 	{ "event: set with a wait queued racing is_set and a first poll", 3,
 	  sizeof(event_ctx), ev3_setup, { ev2_t0, ev2_t1, ev3_t2 }, ev3_check },
+	{ "event: set whose inline CAS fails spuriously racing is_set", 2, sizeof(event_ctx),
+	  ev_spurious_setup, { ev2_t0, ev2_t1 }, ev2_check },
+	{ "auto event: try_wait whose inline CAS fails spuriously racing set", 2,
+	  sizeof(event_ctx), ae_spurious_setup, { ae1_t0, ae2_t2 }, ae_spurious_check },
 	{ "auto event: set racing cancel of the chosen wait", 2, sizeof(event_ctx), ae1_setup,
 	  { ae1_t0, ae1_t1 }, ae1_check },
 	{ "auto event: set racing a first poll and try_wait", 3, sizeof(event_ctx), ae2_setup,

@@ -49,6 +49,9 @@ typedef struct loop_ctx {
 	sb_semaphore sem;
 	sb_semaphore_acquire acq;
 	int acq_result;
+	bool respawned;
+	bool idle;
+	atomic_int first_run_over;         /* the loop's thread found it idle */
 } loop_ctx;
 
 /* The execution's context, for the poll functions. */
@@ -56,7 +59,9 @@ static loop_ctx *cur;
 
 static void model_ring(void *ctx)
 {
-	((loop_ctx *)ctx)->rings++;
+	loop_ctx *c = ctx;
+	c->rings++;
+	MODEL_PLAIN_WRITE(&c->rings); /* the doorbell: closed once the loop is idle */
 }
 
 /* Before the one wake or spawn of `m` by this thread. */
@@ -73,6 +78,7 @@ static int mtask_poll(sb_loop_task *lt, const sb_waker *w)
 	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
 	loop_ctx *c = cur;
 	m->polls++;
+	MODEL_PLAIN_WRITE(&m->polls); /* this life's touch: a respawn comes after it */
 	if (m->published) /* polled after that wake or spawn, so ordered after it */
 		MODEL_PLAIN_READ(&m->payload);
 	m->seen = atomic_load(&c->posted);
@@ -235,6 +241,104 @@ static void spawn_check(void *p)
 	MODEL_CHECK(sb_loop_idle(&c->loop));
 }
 
+/* --- a respawn racing the loop's run of the task's last poll ------------ */
+
+/*
+ * No release function: the caller reuses the task once a spawn of it
+ * succeeds, which must come after everything its previous life did on the
+ * loop's thread (its last poll).
+ */
+static void respawn_setup(void *p)
+{
+	loop_ctx *c = p;
+	setup_one_waiting_task(c, 1, 1);
+	c->t.task.release = NULL;
+}
+static void respawn_t2(void *p)
+{
+	loop_ctx *c = p;
+	if (sb_loop_spawn(&c->loop, &c->t.task) != 0)
+		return; /* still alive */
+	c->respawned = true;
+	MODEL_PLAIN_READ(&c->t.polls);
+}
+static void respawn_check(void *p)
+{
+	loop_ctx *c = p;
+	answer_rings(c);
+	MODEL_CHECK(c->t.seen == 1);
+	MODEL_CHECK(c->t.polls == 2 + c->respawned); /* setup's, the woken one, the new life's */
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+}
+
+/* --- a wake during the last poll, the queued run after it, and a drop ---- */
+
+/*
+ * The task is queued (setup) and finishes in the loop's next poll; a wake
+ * during that poll queues it again, and the loop's next run finds it done
+ * and drops the queue's reference.  The waker touches the task after its
+ * wake, so only its drop orders that touch before the release function;
+ * when the loop's drop is the last, it must acquire it.
+ */
+static void late_setup(void *p)
+{
+	loop_ctx *c = p;
+	setup_one_waiting_task(c, 1, 1);
+	atomic_store(&c->posted, 1);
+	sb_loop_wake(&c->t.task); /* queued, not yet run */
+}
+static void late_t0(void *p)
+{
+	loop_ctx *c = p;
+	sb_waker_wake_by_ref(&c->t.kept[0]);
+	touch(&c->t, 0);
+	/* Drops once the loop's first run is over (a relaxed flag: it orders
+	 * nothing), so that the drop can fall between the two runs. */
+	sb_model_await_change(&c->first_run_over, 0);
+	sb_waker_drop(c->t.kept[0]);
+}
+static void loop_twice_t1(void *p)
+{
+	loop_ctx *c = p;
+	c->answered = c->rings;
+	sb_loop_run_ready(&c->loop);
+	atomic_store_explicit(&c->first_run_over, 1, memory_order_relaxed);
+	c->answered = c->rings;
+	sb_loop_run_ready(&c->loop);
+}
+static void late_check(void *p)
+{
+	loop_ctx *c = p;
+	answer_rings(c);
+	MODEL_CHECK(c->t.seen == 1 && c->t.polls == 2); /* never polled once done */
+	MODEL_CHECK(c->t.released == 1);
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+}
+
+/* --- idle racing the ring of a last-reference drop ---------------------- */
+
+/*
+ * The last reference is dropped off the loop's thread (drop_setup), which
+ * pushes the task and rings; the loop releases it and asks whether it is
+ * idle.  True means the doorbell may be closed: every ring happened-before.
+ */
+static void idle_t1(void *p)
+{
+	loop_ctx *c = p;
+	c->answered = c->rings;
+	sb_loop_run_ready(&c->loop);
+	if (sb_loop_idle(&c->loop))
+		MODEL_PLAIN_READ(&c->rings); /* closing the doorbell */
+}
+static void idle_check(void *p)
+{
+	loop_ctx *c = p;
+	answer_rings(c);
+	MODEL_CHECK(c->t.polls == 2);
+	MODEL_CHECK(c->t.released == 1);
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+}
+
 /* --- a semaphore release on another thread, polled through the loop ------ */
 
 static int acq_poll(sb_loop_task *lt, const sb_waker *w)
@@ -287,6 +391,12 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(loop_ctx), spawn_setup, { spawn_t0, loop_t1, spawn_t2 }, spawn_check },
 	{ "loop: a semaphore release racing the loop's run", 2, sizeof(loop_ctx), sem_setup,
 	  { sem_t0, loop_t1 }, sem_check },
+	{ "loop: a respawn racing the loop's run of the last poll", 3, sizeof(loop_ctx),
+	  respawn_setup, { wake_t0, loop_t1, respawn_t2 }, respawn_check },
+	{ "loop: a wake during the last poll and a drop racing two runs", 2, sizeof(loop_ctx),
+	  late_setup, { late_t0, loop_twice_t1 }, late_check },
+	{ "loop: idle racing the ring of a last-reference drop", 2, sizeof(loop_ctx),
+	  drop_setup, { drop_t0, idle_t1 }, idle_check },
 };
 
 /* Under sequential consistency when stale_reads < 0, else the weak model. */

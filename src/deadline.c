@@ -3,6 +3,8 @@
 
 #include <errno.h>
 
+#include "future_ops.h"
+
 void sb_deadline_init(sb_deadline *d, void *inner, const sb_future_ops *ops)
 {
 	d->inner = inner;
@@ -63,14 +65,4 @@ void sb_deadline_cancel(sb_deadline *d)
 	d->status = -ECANCELED;
 }
 
-static int deadline_poll(void *f, const sb_waker *w)
-{
-	return sb_deadline_poll(f, w);
-}
-
-static void deadline_cancel(void *f)
-{
-	sb_deadline_cancel(f);
-}
-
-const sb_future_ops sb_deadline_ops = { deadline_poll, deadline_cancel };
+SB_FUTURE_OPS(sb_deadline_ops, sb_deadline, sb_deadline_poll, sb_deadline_cancel);

@@ -31,7 +31,9 @@ SB_API uint64_t sb_now_ns(void);
  * first (SB_TIMEOUT_INFINITE: never; 0 polls once), polls once more, then
  * cancels the future and returns -ETIMEDOUT.  Returns only after every clone
  * of its waker has been woken or dropped, so the future and the waker may
- * live on the caller's stack.  Never allocates.  Not from inside a task of
+ * live on the caller's stack.  A wake happens-before the poll it causes
+ * (what the waker's caller wrote before waking is visible to that poll), as
+ * in any executor.  Never allocates.  Not from inside a task of
  * an event loop: the loop would stop while this thread sleeps.
  */
 SB_API int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns);

@@ -10,9 +10,9 @@
 /*
  * The state word is the queue's alone (bits 0-2, <syncband/future.h>); the
  * barrier's own state - the parties and the arrivals of the current
- * generation - is beside it, `arrived` guarded by the queue lock.  (It cannot
- * live in the word: a broadcast that drops the lock between wake batches
- * re-locks with sb_waitq_lock_lone, which reads the bits from
+ * generation - is beside it, `arrived` written under the queue lock.  (It
+ * cannot live in the word: a broadcast that drops the lock between wake
+ * batches re-locks with sb_waitq_lock_lone, which reads the bits from
  * SB_WAITQ_LONE_SHIFT up as a lone waiter's address while NONEMPTY is set.)
  *
  * Every arrival takes the lock, since it either queues or releases the
@@ -26,12 +26,39 @@
  * that arrive while a broadcast wakes a large generation in batches join the
  * emptied queue: the next generation.
  *
+ * A waker is cloned before the lock (a clone may re-enter the library), but
+ * only by an arrival that will queue: the leader keeps no clone, so it makes
+ * none.  Which one an arrival is, it guesses from a lock-free look at
+ * `arrived`; a wrong guess costs the leader a clone it drops, or a queueing
+ * arrival a second lock to clone between (a cancel withdrew meanwhile).
+ *
  * Ordering: each arrival's unlock is a release CAS on the word, and the
  * leader's lock CAS (acquire) reads the latest value, after every earlier
  * arrival's unlock in the word's chain of read-modify-writes; the leader's
  * release store that detaches each waiter (or, for one a broadcast marked
  * released, the lock it then takes) passes that on to every party.
  */
+
+/* Under the lock. */
+static inline uint32_t barrier_arrived_locked(const sb_barrier *b)
+{
+	/* relaxed: written only under the queue lock, which we hold. */
+	return atomic_load_explicit((_Atomic uint32_t *)&b->arrived, memory_order_relaxed);
+}
+
+static inline void barrier_set_arrived_locked(sb_barrier *b, uint32_t arrived)
+{
+	/* relaxed: read with the lock held, or as barrier_guess_last's guess. */
+	atomic_store_explicit(&b->arrived, arrived, memory_order_relaxed);
+}
+
+/* Without the lock: whether this arrival will lead, to decide on a clone. */
+static inline bool barrier_guess_last(const sb_barrier *b, uint32_t parties)
+{
+	/* relaxed: only a guess; the decision is made under the lock. */
+	return atomic_load_explicit((_Atomic uint32_t *)&b->arrived, memory_order_relaxed) ==
+	       parties - 1;
+}
 
 int sb_barrier_init(sb_barrier *b, size_t parties)
 {
@@ -54,7 +81,7 @@ static int barrier_release_and_unlock(sb_barrier *b, sb_barrier_wait *f, sb_wake
 {
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	b->arrived = 0; /* the next generation; it may start while we wake this one */
+	barrier_set_arrived_locked(b, 0); /* the next generation; it may start while we wake */
 	sb_waitq_release_all(&b->q, SB_WAITER_GRANTED, &batch);
 	sb_waitq_unlock(&b->q);
 	sb_waitq_after_unlock(&batch, clone);
@@ -75,13 +102,20 @@ static int barrier_wait_first_poll(void *future, const sb_waker *w)
 		f->leader = true;
 		return 0;
 	}
-	/* Before the lock (a clone may re-enter the library): all but the last
-	 * of each generation queue, and the last drops it after unlocking. */
-	sb_waker clone = sb_waker_clone(w);
-	sb_waitq_lock(&b->q, 0);
-	if (b->arrived == parties - 1)
-		return barrier_release_and_unlock(b, f, clone);
-	b->arrived++;
+	sb_waker clone = barrier_guess_last(b, parties) ? SB_NO_WAKER : sb_waker_clone(w);
+	uint32_t arrived;
+	for (;;) {
+		sb_waitq_lock(&b->q, 0);
+		arrived = barrier_arrived_locked(b);
+		if (arrived == parties - 1)
+			return barrier_release_and_unlock(b, f, clone);
+		if (clone.vtable)
+			break;
+		/* Not the last after all: clone outside the lock, and look again. */
+		sb_waitq_unlock(&b->q);
+		clone = sb_waker_clone(w);
+	}
+	barrier_set_arrived_locked(b, arrived + 1);
 	sb_waitq_push_and_unlock(&b->q, &f->waiter, 1, clone);
 	return SB_PENDING;
 }
@@ -106,8 +140,9 @@ void sb_barrier_wait_cancel(sb_barrier_wait *f)
 	sb_waker mine;
 	if (sb_waitq_lock_for_cancel(&b->q, &f->waiter, &remaining, &mine)) {
 		/* Still queued, so its generation has not completed: withdraw. */
-		assert(b->arrived > 0);
-		b->arrived--;
+		uint32_t arrived = barrier_arrived_locked(b);
+		assert(arrived > 0);
+		barrier_set_arrived_locked(b, arrived - 1);
 		sb_waitq_unlock(&b->q);
 		sb_waitq_after_unlock(NULL, mine);
 		return;

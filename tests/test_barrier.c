@@ -130,7 +130,7 @@ static void the_nth_arrival_completes_the_generation_and_is_its_only_leader(void
 	counting_waker_init(&c[N - 1]);
 	assert_int_equal(arrive(&f[N - 1], &b, &c[N - 1]), 0);
 	assert_true(sb_barrier_wait_is_leader(&f[N - 1]));
-	assert_int_equal(atomic_load(&c[N - 1].live), 0); /* the leader keeps no clone */
+	assert_int_equal(atomic_load(&c[N - 1].clones), 0); /* the leader makes no clone */
 	for (int i = 0; i < N - 1; i++) {
 		assert_int_equal(atomic_load(&c[i].woken), 1);
 		assert_int_equal(poll_with(&f[i], &c[i]), 0);

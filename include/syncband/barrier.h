@@ -62,16 +62,21 @@ extern "C" {
 /*
  * 32 bytes on 64-bit targets.  Fields are private.  The state word holds the
  * queue's bits only (future.h); the arrivals of the current generation are
- * counted in `arrived`, under the queue lock, and equal its queued waits.
+ * counted in `arrived`, written under the queue lock, where it equals the
+ * number of queued waits (read without the lock only as a guess).
  */
 typedef struct sb_barrier {
 	sb_waitq q;
 	uint32_t parties;
-	uint32_t arrived;
+	SB_ATOMIC(uint32_t) arrived;
 } sb_barrier;
 
 /* Static initialiser for a barrier of `n` parties (1 to the maximum). */
+#ifdef __cplusplus
+#define SB_BARRIER_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, 0)), SB_CAST(uint32_t, n), { 0 } }
+#else
 #define SB_BARRIER_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, 0)), SB_CAST(uint32_t, n), 0 }
+#endif
 
 /* 56 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_barrier_wait {

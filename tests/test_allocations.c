@@ -183,6 +183,37 @@ static void every_mutex_condvar_and_event_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live), 0);
 }
 
+static void every_barrier_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	long before = atomic_load(&allocations);
+
+	/* a generation of 40 (past a wake batch), a cancel that withdraws, a
+	 * cancel of a released wait, the blocking wait */
+	sb_barrier b;
+	assert_int_equal(sb_barrier_init(&b, 40), 0);
+	sb_barrier_wait f[41];
+	for (int i = 0; i < 40; i++) {
+		sb_barrier_wait_init(&f[i], &b);
+		assert_int_equal(sb_barrier_wait_poll(&f[i], &w), SB_PENDING);
+		if (i == 0)
+			sb_barrier_wait_cancel(&f[0]); /* withdrawn */
+	}
+	sb_barrier_wait_init(&f[40], &b);
+	assert_int_equal(sb_barrier_wait_poll(&f[40], &w), 0);
+	sb_barrier_wait_cancel(&f[1]); /* released, not observed */
+	for (int i = 2; i < 40; i++)
+		assert_int_equal(sb_barrier_wait_poll(&f[i], &w), 0);
+	assert_int_equal(sb_barrier_wait_blocking(&b, 1000), -ETIMEDOUT);
+	assert_int_equal(sb_barrier_destroy(&b), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -225,6 +256,7 @@ int main(void)
 		cmocka_unit_test(the_counter_sees_an_allocation),
 		cmocka_unit_test(every_semaphore_path_allocates_nothing),
 		cmocka_unit_test(every_mutex_condvar_and_event_path_allocates_nothing),
+		cmocka_unit_test(every_barrier_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

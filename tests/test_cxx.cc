@@ -91,6 +91,22 @@ void event_fast_and_slow_paths()
 	CHECK(sb_auto_event_destroy(&ae) == 0);
 }
 
+void barrier_fast_and_slow_paths()
+{
+	sb_waker noop = sb_waker_noop();
+	sb_barrier b;
+	CHECK(sb_barrier_init(&b, 2) == 0);
+	sb_barrier_wait f, g;
+	sb_barrier_wait_init(&f, &b);
+	CHECK(sb_barrier_wait_poll(&f, &noop) == SB_PENDING);
+	sb_barrier_wait_init(&g, &b);
+	CHECK(sb_barrier_wait_poll(&g, &noop) == 0);
+	CHECK(sb_barrier_wait_is_leader(&g));
+	CHECK(sb_barrier_wait_poll(&f, &noop) == 0);
+	CHECK(!sb_barrier_wait_is_leader(&f));
+	CHECK(sb_barrier_destroy(&b) == 0);
+}
+
 } // namespace
 
 int main()
@@ -98,6 +114,7 @@ int main()
 	semaphore_fast_and_slow_paths();
 	mutex_fast_and_slow_paths();
 	event_fast_and_slow_paths();
+	barrier_fast_and_slow_paths();
 	if (failures)
 		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
 			     static_cast<long>(__cplusplus));

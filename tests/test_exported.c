@@ -46,6 +46,8 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_auto_event_set", "sb_auto_event_try_wait", "sb_auto_event_wait_init",
 		"sb_auto_event_wait_poll", "sb_auto_event_set_slow", "sb_auto_event_try_wait_slow",
 		"sb_auto_event_wait_poll_slow",
+		"sb_barrier_wait_init", "sb_barrier_wait_poll", "sb_barrier_wait_is_leader",
+		"sb_barrier_wait_poll_slow",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
@@ -183,6 +185,37 @@ static void exported_auto_event_functions_store_and_hand_over_like_the_inline_on
 	assert_int_equal(sb_auto_event_destroy(&e), 0);
 }
 
+static void exported_barrier_functions_arrive_release_and_lead_like_the_inline_ones(void **state)
+{
+	(void)state;
+	void (*wait_init)(sb_barrier_wait *, sb_barrier *);
+	int (*wait_poll)(sb_barrier_wait *, const sb_waker *);
+	bool (*is_leader)(const sb_barrier_wait *);
+	int (*poll_slow)(sb_barrier_wait *, const sb_waker *);
+	LOOKUP(wait_init, "sb_barrier_wait_init");
+	LOOKUP(wait_poll, "sb_barrier_wait_poll");
+	LOOKUP(is_leader, "sb_barrier_wait_is_leader");
+	LOOKUP(poll_slow, "sb_barrier_wait_poll_slow");
+	sb_waker noop = sb_waker_noop();
+	sb_barrier b;
+	assert_int_equal(sb_barrier_init(&b, 3), 0);
+
+	sb_barrier_wait f[3];
+	wait_init(&f[0], &b);
+	assert_int_equal(wait_poll(&f[0], &noop), SB_PENDING);
+	wait_init(&f[1], &b);
+	assert_int_equal(poll_slow(&f[1], &noop), SB_PENDING); /* the slow path arrives too */
+	wait_init(&f[2], &b);
+	assert_false(is_leader(&f[2]));
+	assert_int_equal(wait_poll(&f[2], &noop), 0); /* the last arrival leads */
+	assert_true(is_leader(&f[2]));
+	assert_int_equal(wait_poll(&f[0], &noop), 0); /* released: one load */
+	assert_int_equal(poll_slow(&f[1], &noop), 0);
+	assert_false(is_leader(&f[0]));
+	assert_false(is_leader(&f[1]));
+	assert_int_equal(sb_barrier_destroy(&b), 0);
+}
+
 static void slow_paths_called_directly_still_decide_rightly(void **state)
 {
 	(void)state;
@@ -237,6 +270,7 @@ int main(void)
 		cmocka_unit_test(exported_mutex_functions_lock_queue_and_hand_over_like_the_inline_ones),
 		cmocka_unit_test(exported_event_functions_set_test_and_release_like_the_inline_ones),
 		cmocka_unit_test(exported_auto_event_functions_store_and_hand_over_like_the_inline_ones),
+		cmocka_unit_test(exported_barrier_functions_arrive_release_and_lead_like_the_inline_ones),
 		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

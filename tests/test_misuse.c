@@ -99,6 +99,27 @@ static void auto_event_set_after_destroy(void)
 		sb_auto_event_set(&e);
 }
 
+static void barrier_wait_after_destroy(size_t parties)
+{
+	sb_barrier b;
+	sb_waker w = sb_waker_noop();
+	sb_barrier_wait f;
+	if (sb_barrier_init(&b, parties) != 0 || sb_barrier_destroy(&b) != 0)
+		return;
+	sb_barrier_wait_init(&f, &b);
+	sb_barrier_wait_poll(&f, &w);
+}
+
+static void barrier_of_two_waited_on_after_destroy(void)
+{
+	barrier_wait_after_destroy(2);
+}
+
+static void barrier_of_one_waited_on_after_destroy(void)
+{
+	barrier_wait_after_destroy(1);
+}
+
 static void a_semaphore_used_after_destroy_aborts(void **state)
 {
 	(void)state;
@@ -126,6 +147,13 @@ static void events_used_after_destroy_abort(void **state)
 	expect_abort(auto_event_set_after_destroy);
 }
 
+static void a_barrier_used_after_destroy_aborts(void **state)
+{
+	(void)state;
+	expect_abort(barrier_of_two_waited_on_after_destroy);
+	expect_abort(barrier_of_one_waited_on_after_destroy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +161,7 @@ int main(void)
 		cmocka_unit_test(a_mutex_used_after_destroy_aborts),
 		cmocka_unit_test(a_condvar_used_after_destroy_aborts),
 		cmocka_unit_test(events_used_after_destroy_abort),
+		cmocka_unit_test(a_barrier_used_after_destroy_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

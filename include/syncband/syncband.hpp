@@ -15,7 +15,8 @@
 //   ... on the doorbell, on the loop's thread:  loop.run_ready();
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::wait on a condvar,
-// an event or an auto-reset event, sb::poll on any syncband future):
+// an event or an auto-reset event, sb::arrive_and_wait on a barrier, sb::poll
+// on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
 //     try_wait), so a free permit or mutex never suspends the coroutine.
 //   - Otherwise await_suspend polls the future once with the task's waker;
@@ -542,6 +543,41 @@ private:
 inline auto_event_wait_awaiter wait(sb_auto_event &e) noexcept
 {
 	return auto_event_wait_awaiter(e);
+}
+
+class barrier_wait_awaiter : public detail::future_awaiter<sb_barrier_wait> {
+public:
+	explicit barrier_wait_awaiter(sb_barrier &b) noexcept
+		: future_awaiter(&sb_barrier_wait_ops), b_(&b)
+	{
+	}
+	// Arriving changes the barrier, so it is done by the future's first poll.
+	bool await_ready() noexcept { return false; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_barrier_wait_init(&future_, b_);
+		return suspend(h);
+	}
+	// SB_BARRIER_LEADER for the generation's leader, 0 for the others,
+	// -EINVAL for a barrier of 0 parties.
+	int await_resume() noexcept
+	{
+		return result_ == 0 && sb_barrier_wait_is_leader(&future_) ? SB_BARRIER_LEADER
+									   : result_;
+	}
+
+private:
+	sb_barrier *b_;
+};
+
+// co_await sb::arrive_and_wait(barrier): arrives and resumes once the
+// generation is complete; the leader (the last to arrive, which never
+// suspends) gets SB_BARRIER_LEADER, the others 0.  A coroutine destroyed
+// while it waits withdraws its arrival.
+inline barrier_wait_awaiter arrive_and_wait(sb_barrier &b) noexcept
+{
+	return barrier_wait_awaiter(b);
 }
 
 // Any syncband future the caller initialised (an sb_deadline, say), through

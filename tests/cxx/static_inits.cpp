@@ -9,6 +9,7 @@ static sb_mutex fifo_mtx = SB_MUTEX_INIT_FIFO;
 static sb_condvar cv = SB_CONDVAR_INIT;
 static sb_event ev = SB_EVENT_INIT(1);
 static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
+static sb_barrier bar = SB_BARRIER_INIT(3);
 
 struct request {
 	int id;
@@ -24,11 +25,13 @@ int main()
 {
 	sb_semaphore local_sem = SB_SEMAPHORE_INIT(0);
 	sb_event local_ev = SB_EVENT_INIT(0);
+	sb_barrier local_bar = SB_BARRIER_INIT(1);
 	request r;
 	r.id = 7;
 	int ok = request_id(&r.task) == 7 && sb_semaphore_available(&sem) == 4 &&
 		 !sb_mutex_is_locked(&mtx) && !sb_mutex_is_locked(&fifo_mtx) && sb_event_is_set(&ev) &&
 		 sb_auto_event_try_wait(&aev) != 0 && sb_semaphore_available(&local_sem) == 0 &&
-		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0;
+		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0 &&
+		 sb_barrier_destroy(&bar) == 0 && sb_barrier_wait_blocking(&local_bar, 0) == SB_BARRIER_LEADER;
 	return ok ? 0 : 1;
 }

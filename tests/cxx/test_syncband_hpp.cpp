@@ -234,6 +234,53 @@ void event_waits_resume_after_sets_from_another_thread(void **)
 	assert_int_equal(sb_auto_event_try_wait(&ae), -EAGAIN); // the task took it
 }
 
+sb::task meet(sb_barrier &b, int &result, int &resumed)
+{
+	result = co_await sb::arrive_and_wait(b);
+	resumed++;
+}
+
+void barrier_parties_resume_once_the_last_arrives_and_one_is_told_it_leads(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_barrier b = SB_BARRIER_INIT(3);
+	int results[3] = { -1, -1, -1 }, resumed = 0;
+	l.spawn(meet(b, results[0], resumed));
+	l.spawn(meet(b, results[1], resumed));
+	l.run_ready();
+	assert_int_equal(resumed, 0); // two of three arrived: both suspended
+	l.spawn(meet(b, results[2], resumed));
+	drain(l);
+	assert_int_equal(resumed, 3);
+	assert_int_equal(results[0], 0);
+	assert_int_equal(results[1], 0);
+	assert_int_equal(results[2], SB_BARRIER_LEADER); // the last never suspended
+	assert_true(l.idle());
+	assert_int_equal(sb_barrier_destroy(&b), 0);
+}
+
+void destroying_a_task_waiting_at_a_barrier_withdraws_its_arrival(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_barrier b = SB_BARRIER_INIT(2);
+	int first = -1, second = -1, third = -1, resumed = 0;
+	l.spawn(meet(b, first, resumed));
+	l.run_ready();
+	assert_int_equal(sb_barrier_destroy(&b), -EBUSY);
+	l.shutdown(); // cancels its wait: the arrival is withdrawn
+	drain(l);
+	assert_int_equal(resumed, 0);
+	l.spawn(meet(b, second, resumed));
+	l.run_ready();
+	assert_int_equal(resumed, 0); // the first of two again
+	l.spawn(meet(b, third, resumed));
+	drain(l);
+	assert_int_equal(resumed, 2);
+	assert_int_equal(second, 0);
+	assert_int_equal(third, SB_BARRIER_LEADER);
+	assert_int_equal(sb_barrier_destroy(&b), 0);
+}
+
 // ------------------------------------------------------------ cancellation
 
 void destroying_a_suspended_task_returns_a_granted_permit(void **)
@@ -495,6 +542,8 @@ int main()
 		cmocka_unit_test(a_release_on_another_thread_resumes_the_task_only_on_the_loop),
 		cmocka_unit_test(a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex),
 		cmocka_unit_test(event_waits_resume_after_sets_from_another_thread),
+		cmocka_unit_test(barrier_parties_resume_once_the_last_arrives_and_one_is_told_it_leads),
+		cmocka_unit_test(destroying_a_task_waiting_at_a_barrier_withdraws_its_arrival),
 		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
 		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
 		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),

@@ -201,6 +201,44 @@ def auto_event_seeds():
     }
 
 
+def barrier_seeds():
+    # header byte: parties = (1, 2, 3, 4, 5, 8, 40, 0)[b % 8]; b & 8: SB_BARRIER_INIT
+    TWO, THREE, FORTY, ZERO = 1, 2, 6, 7
+    return {
+        # Generations back to back: the leader arrives again before the
+        # other party observed its release, and belongs to the next one.
+        "generations-back-to-back": ([TWO], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("INIT", 1), ("POLL", 1, SHARED1_A), ("POLL", 0, OWN_A), ("INIT", 0),
+            ("POLL", 0, OWN_B), ("POLL", 1, OWN_A), ("POLL", 0, OWN_A)]),
+        # A waiting party cancelled withdraws its arrival; one cancelled
+        # after its generation completed changes nothing.
+        "cancel-withdraws-or-keeps": ([THREE], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("CANCEL", 0), ("INIT", 2), ("POLL", 2, SHARED2_A), ("INIT", 3),
+            ("POLL", 3, OWN_A), ("CANCEL", 1), ("POLL", 2, OWN_A), ("POLL", 1, OWN_A),
+            ("INIT", 4), ("POLL", 4, OWN_A), ("CANCEL", 4 | FREE)]),
+        # A generation of 40, past a wake batch, completed by the crowd and
+        # the slots; the blocking wait leads or withdraws.
+        "wide-generation": ([FORTY], [
+            ("CROWD", 33, SHARED1_A), ("BLOCKING",), ("INIT", 0), ("POLL", 0, OWN_A),
+            ("CANCEL_CROWD", 2), ("CROWD", 33, OWN_A), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("INIT", 2), ("POLL", 2, OWN_A), ("INIT", 3), ("POLL", 3, OWN_A),
+            ("INIT", 4), ("POLL", 4, OWN_A), ("INIT", 5), ("POLL", 5, OWN_A),
+            ("BLOCKING",), ("POLL_ALL", OWN_B)]),
+        # destroy() while waited on is refused; a barrier of 0 parties
+        # refuses every wait.
+        "destroy-and-zero-parties": ([TWO | 8], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("DESTROY", ZERO), ("BLOCKING",),
+            ("POLL", 0, OWN_A), ("DESTROY", ZERO | 8), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("BLOCKING",), ("DESTROY", 0), ("BLOCKING",), ("INIT", 2), ("POLL", 2, OWN_A)]),
+        "waker-replacement": ([THREE], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("POLL", 0, OWN_B), ("POLL", 0, SHARED1_A),
+            ("POLL", 0, SHARED1_B), ("INIT", 1), ("POLL", 1, SHARED1_A), ("BLOCKING",),
+            ("POLL", 0, OWN_A), ("POLL", 1, OWN_A)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -208,6 +246,7 @@ def main():
         "condvar": condvar_seeds(),
         "event": event_seeds(),
         "auto_event": auto_event_seeds(),
+        "barrier": barrier_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

@@ -99,6 +99,20 @@ static void auto_event_set_after_destroy(void)
 		sb_auto_event_set(&e);
 }
 
+static void once_complete_after_destroy(void)
+{
+	sb_once o = SB_ONCE_INIT;
+	if (sb_once_try(&o) == SB_ONCE_RUN && sb_once_fail(&o) == 0 && sb_once_destroy(&o) == 0)
+		sb_once_complete(&o);
+}
+
+static void once_is_done_after_destroy(void)
+{
+	sb_once o = SB_ONCE_INIT;
+	if (sb_once_destroy(&o) == 0)
+		(void)sb_once_is_done(&o); /* the poisoned word looks locked: the slow path checks */
+}
+
 static void a_semaphore_used_after_destroy_aborts(void **state)
 {
 	(void)state;
@@ -126,6 +140,13 @@ static void events_used_after_destroy_abort(void **state)
 	expect_abort(auto_event_set_after_destroy);
 }
 
+static void a_once_used_after_destroy_aborts(void **state)
+{
+	(void)state;
+	expect_abort(once_complete_after_destroy);
+	expect_abort(once_is_done_after_destroy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +154,7 @@ int main(void)
 		cmocka_unit_test(a_mutex_used_after_destroy_aborts),
 		cmocka_unit_test(a_condvar_used_after_destroy_aborts),
 		cmocka_unit_test(events_used_after_destroy_abort),
+		cmocka_unit_test(a_once_used_after_destroy_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -178,12 +178,15 @@ static int once_pass_on(sb_once *o, bool any, size_t tenure)
 {
 	size_t state = once_load(o);
 	for (;;) {
-		if (!once_is_running(state) || (!any && once_tenure(state) != tenure))
-			return -EPERM;
+		/* Under the lock first: a holder handing the job on has already
+		 * told its new runner, which may be us, but advances the tenure
+		 * only when it unlocks. */
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&o->q.state, state);
 			continue;
 		}
+		if (!once_is_running(state) || (!any && once_tenure(state) != tenure))
+			return -EPERM;
 		if (!(state & SB_WAITQ_NONEMPTY)) {
 			/* release: the next runner sees what we wrote (pairs with
 			 * the acquire of its claim).  relaxed on failure: the

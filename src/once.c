@@ -25,9 +25,12 @@
  * A success sets DONE - in one release CAS when nobody waits, else in the
  * CAS that takes the lock (acq_rel, sb_qlock_try_take) - and then releases
  * every queued waiter at once (sb_waitq_release_all).  That CAS also
- * clears RUNNING and the tenure: a broadcast that flushes a batch relocks
- * with sb_waitq_lock_lone, which would read bits from SB_WAITQ_LONE_SHIFT
- * up as a lone waiter's address, and DONE (bit 3) is below them.
+ * clears RUNNING and the tenure, so that a done word is DONE alone: a
+ * broadcast that flushes a batch relocks with sb_waitq_lock_lone, which
+ * reads bits from SB_WAITQ_LONE_SHIFT up as a lone waiter's address when
+ * NONEMPTY is set.  (It is not then - the queue has moved onto the
+ * broadcast's list and nobody queues on a done once - but no word of ours
+ * need rely on that.)
  *
  * A failure with waiters hands the job to the head under the lock: it
  * writes the new tenure into the head's future (the lock holder owns the
@@ -47,7 +50,7 @@
 #define ONCE_TENURE_MASK (~(SB_ONCE_STATE_TENURE_ONE - 1))
 
 _Static_assert(SB_ONCE_STATE_DONE < ((size_t)1 << SB_WAITQ_LONE_SHIFT),
-	       "a broadcast's word must not look like a lone waiter's (see above)");
+	       "a done word must not look like a lone waiter's (see above)");
 _Static_assert(SB_ONCE_RUN < 0 && SB_ONCE_RUN != -EAGAIN && SB_ONCE_RUN != -EPERM &&
 		       SB_ONCE_RUN != -EBUSY && SB_ONCE_RUN != -ETIMEDOUT &&
 		       SB_ONCE_RUN != -ECANCELED,

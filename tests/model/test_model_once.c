@@ -38,8 +38,8 @@ enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 typedef struct once_ctx {
 	sb_once once;
-	sb_once_wait f[3];
-	counting_waker w[4];
+	sb_once_wait f[4];
+	counting_waker w[5];
 	int runs;    /* the initialiser runs that started in the threads */
 	int payload; /* the successful initialiser's write */
 	int partial; /* a failed runner's write */
@@ -88,7 +88,7 @@ static void run_and_complete(once_ctx *c)
 static void setup_runner(once_ctx *c, int waiters)
 {
 	sb_once_init(&c->once);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		counting_waker_init(&c->w[i]);
 	sb_once_wait_init(&c->f[0], &c->once);
 	MODEL_CHECK(poll_with(&c->f[0], &c->w[0]) == SB_ONCE_RUN);
@@ -103,7 +103,7 @@ static void check_done(once_ctx *c)
 {
 	MODEL_CHECK(sb_once_is_done(&c->once));
 	MODEL_CHECK(c->runs == 1);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
 	MODEL_CHECK(sb_once_destroy(&c->once) == 0);
 }
@@ -218,16 +218,16 @@ static void rc_t1(void *p)
 {
 	once_ctx *c = p;
 	/* A new waker: the wake goes to the old one if the job came first. */
-	int r = poll_with(&c->f[1], &c->w[3]);
+	int r = poll_with(&c->f[1], &c->w[4]);
 	if (r == SB_PENDING)
-		r = poll_until_done(&c->f[1], &c->w[3]);
+		r = poll_until_done(&c->f[1], &c->w[4]);
 	MODEL_CHECK(r == SB_ONCE_RUN);
 	run_and_complete(c);
 }
 static void rc_check(void *p)
 {
 	once_ctx *c = p;
-	MODEL_CHECK(atomic_load(&c->w[1].wakes) + atomic_load(&c->w[3].wakes) == 1);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) + atomic_load(&c->w[4].wakes) == 1);
 	check_done(c);
 }
 
@@ -256,6 +256,30 @@ static void lc_check(void *p)
 	check_done(p);
 }
 
+/* --- success to more waiters than a wake batch, racing a cancel, then a poll */
+
+static void sb_setup(void *p)
+{
+	setup_runner(p, 3); /* the model build's batch holds 2: the broadcast flushes */
+}
+static void sb_t1(void *p)
+{
+	once_ctx *c = p;
+	sb_once_wait_cancel(&c->f[2]);
+	MODEL_CHECK(poll_until_done(&c->f[3], &c->w[3]) == 0);
+	consume(&c->payload);
+}
+static void sb_check(void *p)
+{
+	once_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_with(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(atomic_load(&c->w[2].wakes) + atomic_load(&c->w[2].drops) == 1);
+	/* woken, or released before the broadcast reached it: it unlinked itself */
+	MODEL_CHECK(atomic_load(&c->w[3].wakes) + atomic_load(&c->w[3].drops) == 1);
+	check_done(c);
+}
+
 static const sb_model_scenario scenarios[] = {
 	{ "once: a runner's failure racing a waiter's cancel, a waiter behind", 3,
 	  sizeof(once_ctx), fc_setup, { fail_t0, cancel_f1_t1, fc_t2 }, fc_check },
@@ -267,6 +291,8 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(once_ctx), rc_setup, { rc_t0, rc_t1 }, rc_check },
 	{ "once: a former runner's late cancel racing the next runner", 2, sizeof(once_ctx),
 	  lc_setup, { lc_t0, lc_t1 }, lc_check },
+	{ "once: success to more waiters than a wake batch racing a cancel, then a poll", 2,
+	  sizeof(once_ctx), sb_setup, { sn_t0, sb_t1 }, sb_check },
 };
 
 /* Under sequential consistency when stale_reads < 0, else the weak model. */

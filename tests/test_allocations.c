@@ -214,6 +214,43 @@ static void every_barrier_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live), 0);
 }
 
+static void every_once_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	long before = atomic_load(&allocations);
+
+	/* run, queue past a wake batch, fail (hand on), cancel the handed
+	 * waiter, the runner's cancel, success to many, the done fast paths */
+	sb_once o = SB_ONCE_INIT;
+	sb_once_wait f[40];
+	for (int i = 0; i < 40; i++) {
+		sb_once_wait_init(&f[i], &o);
+		assert_int_equal(sb_once_wait_poll(&f[i], &w), i == 0 ? SB_ONCE_RUN : SB_PENDING);
+	}
+	assert_int_equal(sb_once_fail(&o), 0);
+	sb_once_wait_cancel(&f[1]); /* handed the job, never told: passes it to f[2] */
+	assert_int_equal(sb_once_wait_poll(&f[2], &w), SB_ONCE_RUN);
+	sb_once_wait_cancel(&f[2]);
+	assert_int_equal(sb_once_wait_poll(&f[3], &w), SB_ONCE_RUN);
+	assert_int_equal(sb_once_complete(&o), 0);
+	for (int i = 4; i < 40; i++)
+		assert_int_equal(sb_once_wait_poll(&f[i], &w), 0);
+	assert_true(sb_once_is_done(&o));
+	assert_int_equal(sb_once_try(&o), 0);
+	assert_int_equal(sb_once_wait_blocking(&o, 0), 0);
+	assert_int_equal(sb_once_destroy(&o), 0);
+	sb_once b = SB_ONCE_INIT;
+	assert_int_equal(sb_once_wait_blocking(&b, 0), SB_ONCE_RUN);
+	assert_int_equal(sb_once_wait_blocking(&b, 1000), -ETIMEDOUT); /* parked, timed out */
+	assert_int_equal(sb_once_complete(&b), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -257,6 +294,7 @@ int main(void)
 		cmocka_unit_test(every_semaphore_path_allocates_nothing),
 		cmocka_unit_test(every_mutex_condvar_and_event_path_allocates_nothing),
 		cmocka_unit_test(every_barrier_path_allocates_nothing),
+		cmocka_unit_test(every_once_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

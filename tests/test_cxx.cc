@@ -107,6 +107,25 @@ void barrier_fast_and_slow_paths()
 	CHECK(sb_barrier_destroy(&b) == 0);
 }
 
+void once_fast_and_slow_paths()
+{
+	sb_waker noop = sb_waker_noop();
+	sb_once o;
+	CHECK(sb_once_init(&o) == 0);
+	CHECK(!sb_once_is_done(&o));
+	sb_once_wait f, g;
+	sb_once_wait_init(&f, &o);
+	CHECK(sb_once_wait_poll(&f, &noop) == SB_ONCE_RUN);
+	CHECK(sb_once_try(&o) == -EAGAIN);
+	sb_once_wait_init(&g, &o);
+	CHECK(sb_once_wait_poll(&g, &noop) == SB_PENDING);
+	CHECK(sb_once_complete(&o) == 0);
+	CHECK(sb_once_wait_poll(&g, &noop) == 0);
+	CHECK(sb_once_is_done(&o));
+	CHECK(sb_once_try(&o) == 0);
+	CHECK(sb_once_destroy(&o) == 0);
+}
+
 } // namespace
 
 int main()
@@ -115,6 +134,7 @@ int main()
 	mutex_fast_and_slow_paths();
 	event_fast_and_slow_paths();
 	barrier_fast_and_slow_paths();
+	once_fast_and_slow_paths();
 	if (failures)
 		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
 			     static_cast<long>(__cplusplus));

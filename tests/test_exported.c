@@ -48,6 +48,8 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_auto_event_wait_poll_slow",
 		"sb_barrier_wait_init", "sb_barrier_wait_poll", "sb_barrier_wait_is_leader",
 		"sb_barrier_wait_poll_slow",
+		"sb_once_is_done", "sb_once_try", "sb_once_wait_init", "sb_once_wait_poll",
+		"sb_once_is_done_slow", "sb_once_try_slow", "sb_once_wait_poll_slow",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
@@ -216,6 +218,47 @@ static void exported_barrier_functions_arrive_release_and_lead_like_the_inline_o
 	assert_int_equal(sb_barrier_destroy(&b), 0);
 }
 
+static void exported_once_functions_run_wait_and_complete_like_the_inline_ones(void **state)
+{
+	(void)state;
+	bool (*is_done)(const sb_once *);
+	int (*try_run)(sb_once *);
+	void (*wait_init)(sb_once_wait *, sb_once *);
+	int (*wait_poll)(sb_once_wait *, const sb_waker *);
+	bool (*is_done_slow)(const sb_once *);
+	int (*try_slow)(sb_once *);
+	LOOKUP(is_done, "sb_once_is_done");
+	LOOKUP(try_run, "sb_once_try");
+	LOOKUP(wait_init, "sb_once_wait_init");
+	LOOKUP(wait_poll, "sb_once_wait_poll");
+	LOOKUP(is_done_slow, "sb_once_is_done_slow");
+	LOOKUP(try_slow, "sb_once_try_slow");
+	sb_waker noop = sb_waker_noop();
+	sb_once o;
+	assert_int_equal(sb_once_init(&o), 0);
+
+	assert_false(is_done(&o));
+	assert_false(is_done_slow(&o));
+	sb_once_wait f, g;
+	wait_init(&f, &o);
+	assert_int_equal(wait_poll(&f, &noop), SB_ONCE_RUN);
+	assert_int_equal(try_run(&o), -EAGAIN);
+	assert_int_equal(try_slow(&o), -EAGAIN);
+	wait_init(&g, &o);
+	assert_int_equal(wait_poll(&g, &noop), SB_PENDING);
+	assert_int_equal(sb_once_fail(&o), 0); /* handed to g */
+	assert_int_equal(wait_poll(&g, &noop), SB_ONCE_RUN);
+	assert_int_equal(sb_once_fail(&o), 0); /* nobody waits: free */
+	assert_int_equal(try_slow(&o), SB_ONCE_RUN);
+	assert_int_equal(sb_once_complete(&o), 0);
+	assert_true(is_done(&o));
+	assert_true(is_done_slow(&o));
+	assert_int_equal(try_run(&o), 0);
+	wait_init(&f, &o);
+	assert_int_equal(wait_poll(&f, &noop), 0);
+	assert_int_equal(sb_once_destroy(&o), 0);
+}
+
 static void slow_paths_called_directly_still_decide_rightly(void **state)
 {
 	(void)state;
@@ -271,6 +314,7 @@ int main(void)
 		cmocka_unit_test(exported_event_functions_set_test_and_release_like_the_inline_ones),
 		cmocka_unit_test(exported_auto_event_functions_store_and_hand_over_like_the_inline_ones),
 		cmocka_unit_test(exported_barrier_functions_arrive_release_and_lead_like_the_inline_ones),
+		cmocka_unit_test(exported_once_functions_run_wait_and_complete_like_the_inline_ones),
 		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,20 @@ static void barrier_of_one_waited_on_after_destroy(void)
 	barrier_wait_after_destroy(1);
 }
 
+static void once_complete_after_destroy(void)
+{
+	sb_once o = SB_ONCE_INIT;
+	if (sb_once_try(&o) == SB_ONCE_RUN && sb_once_fail(&o) == 0 && sb_once_destroy(&o) == 0)
+		sb_once_complete(&o);
+}
+
+static void once_is_done_after_destroy(void)
+{
+	sb_once o = SB_ONCE_INIT;
+	if (sb_once_destroy(&o) == 0)
+		(void)sb_once_is_done(&o); /* the poisoned word looks locked: the slow path checks */
+}
+
 static void a_semaphore_used_after_destroy_aborts(void **state)
 {
 	(void)state;
@@ -154,6 +168,13 @@ static void a_barrier_used_after_destroy_aborts(void **state)
 	expect_abort(barrier_of_one_waited_on_after_destroy);
 }
 
+static void a_once_used_after_destroy_aborts(void **state)
+{
+	(void)state;
+	expect_abort(once_complete_after_destroy);
+	expect_abort(once_is_done_after_destroy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +183,7 @@ int main(void)
 		cmocka_unit_test(a_condvar_used_after_destroy_aborts),
 		cmocka_unit_test(events_used_after_destroy_abort),
 		cmocka_unit_test(a_barrier_used_after_destroy_aborts),
+		cmocka_unit_test(a_once_used_after_destroy_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <syncband/condvar.h>
 #include <syncband/event.h>
 #include <syncband/barrier.h>
+#include <syncband/once.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

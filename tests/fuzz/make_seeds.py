@@ -239,6 +239,42 @@ def barrier_seeds():
     }
 
 
+def once_seeds():
+    return {
+        # The first poll runs it; failure hands the job to the oldest waiter,
+        # whose next poll runs it; success completes the rest.
+        "fail-hands-on-then-success": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, SHARED1_A),
+            ("INIT", 2), ("POLL", 2, OWN_B), ("TRY",), ("FAIL",), ("POLL", 2, OWN_A),
+            ("POLL", 1, OWN_A), ("COMPLETE",), ("POLL", 2, OWN_A), ("COMPLETE",),
+            ("INIT", 3), ("POLL", 3, OWN_A)]),
+        # A waiter handed the job and cancelled before observing it passes it
+        # on; the runner's own cancel before reporting is a failure.
+        "cancel-passes-the-job-on": ([1], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("INIT", 2), ("POLL", 2, SHARED2_A), ("FAIL",), ("CANCEL", 1),
+            ("POLL", 2, OWN_A), ("INIT", 3), ("POLL", 3, OWN_A), ("CANCEL", 2),
+            ("POLL", 3, OWN_A), ("FAIL",), ("TRY",)]),
+        # A late cancel of a former runner must not fail a later runner.
+        "late-runner-cancel": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("FAIL",), ("TRY",), ("INIT", 1),
+            ("POLL", 1, OWN_A), ("CANCEL", 0), ("FAIL",), ("CANCEL", 0 | FREE),
+            ("POLL", 1, OWN_A), ("COMPLETE",)]),
+        # Refusals: destroy while run or waited on, reports without a runner,
+        # blocking waits that run, time out and see it done.
+        "destroy-busy-and-blocking": ([0], [
+            ("COMPLETE",), ("FAIL",), ("BLOCKING",), ("DESTROY", 0), ("BLOCKING",),
+            ("INIT", 0), ("POLL", 0, OWN_A), ("DESTROY", 1), ("FAIL",),
+            ("POLL", 0, OWN_B), ("FAIL",), ("DESTROY", 1), ("TRY",), ("COMPLETE",),
+            ("BLOCKING",), ("DESTROY", 0)]),
+        # More waiters than one wake batch, released by one success.
+        "crowd": ([0], [
+            ("TRY",), ("CROWD", 33, SHARED1_A), ("FAIL",), ("CANCEL_CROWD", 0),
+            ("CROWD", 20, OWN_A), ("FAIL",), ("POLL_ALL", OWN_B), ("COMPLETE",),
+            ("POLL_ALL", OWN_A)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -247,6 +283,7 @@ def main():
         "event": event_seeds(),
         "auto_event": auto_event_seeds(),
         "barrier": barrier_seeds(),
+        "once": once_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

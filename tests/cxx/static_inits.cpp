@@ -9,6 +9,7 @@ static sb_mutex fifo_mtx = SB_MUTEX_INIT_FIFO;
 static sb_condvar cv = SB_CONDVAR_INIT;
 static sb_event ev = SB_EVENT_INIT(1);
 static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
+static sb_rwlock rwl = SB_RWLOCK_INIT;
 
 struct request {
 	int id;
@@ -29,6 +30,7 @@ int main()
 	int ok = request_id(&r.task) == 7 && sb_semaphore_available(&sem) == 4 &&
 		 !sb_mutex_is_locked(&mtx) && !sb_mutex_is_locked(&fifo_mtx) && sb_event_is_set(&ev) &&
 		 sb_auto_event_try_wait(&aev) != 0 && sb_semaphore_available(&local_sem) == 0 &&
-		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0;
+		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0 &&
+		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1;
 	return ok ? 0 : 1;
 }

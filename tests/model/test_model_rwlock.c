@@ -388,6 +388,60 @@ static void run_check(void *p)
 	check_free(c);
 }
 
+/* --- lock-free hand-overs: a downgrade and an upgradable unlock -----------
+ * With nobody waiting, a downgrade and an upgradable read's unlock are one
+ * CAS each; what the holder wrote before must reach whoever takes the lock
+ * after them lock-free (a try_read beside the downgraded read; a try_write
+ * once the upgradable read is gone).
+ */
+static void lf_setup_writer(void *p)
+{
+	rw_ctx *c = p;
+	setup_wakers(c);
+	MODEL_CHECK(sb_rwlock_try_write(&c->rw) == 0);
+}
+static void lf_downgrader(void *p)
+{
+	rw_ctx *c = p;
+	publish(c);
+	MODEL_CHECK(sb_rwlock_downgrade(&c->rw) == 0);
+	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+}
+static void lf_try_reader(void *p)
+{
+	rw_ctx *c = p;
+	if ((c->r[0] = sb_rwlock_try_read(&c->rw)) == 0) {
+		consume(c);
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	}
+}
+static void lf_setup_upgradable(void *p)
+{
+	rw_ctx *c = p;
+	setup_wakers(c);
+	MODEL_CHECK(sb_rwlock_try_upgradable_read(&c->rw) == 0);
+}
+static void lf_upgradable_leaves(void *p)
+{
+	rw_ctx *c = p;
+	publish(c);
+	MODEL_CHECK(sb_rwlock_upgradable_unlock(&c->rw) == 0);
+}
+static void lf_try_writer(void *p)
+{
+	rw_ctx *c = p;
+	if ((c->r[0] = sb_rwlock_try_write(&c->rw)) == 0) {
+		consume(c);
+		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
+	}
+}
+static void lf_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[0] == 0 || c->r[0] == -EAGAIN);
+	check_free(c);
+}
+
 static const sb_model_scenario scenarios[] = {
 	{ "rwlock: read vs write vs cancel", 3, sizeof(rw_ctx), rwc_setup,
 	  { rwc_cancel_writer, rwc_reader_leaves, rwc_reader_arrives }, rwc_check },
@@ -401,6 +455,10 @@ static const sb_model_scenario scenarios[] = {
 	  { cgw_reader_leaves, cgw_cancel_writer, cgw_queued_reader }, cgw_check },
 	{ "rwlock: a run past a wake batch vs a cancel of its last reader", 2, sizeof(rw_ctx),
 	  run_setup, { run_writer, run_cancel_last }, run_check },
+	{ "rwlock: a downgrade with nobody waiting vs a try_read", 2, sizeof(rw_ctx),
+	  lf_setup_writer, { lf_downgrader, lf_try_reader }, lf_check },
+	{ "rwlock: an upgradable unlock with nobody waiting vs a try_write", 2, sizeof(rw_ctx),
+	  lf_setup_upgradable, { lf_upgradable_leaves, lf_try_writer }, lf_check },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

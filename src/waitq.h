@@ -299,17 +299,30 @@ static inline sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
 }
 
 /*
+ * Under the lock: moves the waker of `w`, a waiter the lock holder owns that
+ * is linked in no list (unlinked already, or kept aside, as the rwlock's
+ * pending upgrade), into `b` (not full) and publishes `final`
+ * (SB_WAITER_GRANTED or SB_WAITER_CLOSED).  `w` must not be touched
+ * afterwards.
+ */
+static inline void sb_waiter_detach_unlinked(sb_waiter *w, size_t final, sb_wake_batch *b)
+{
+	assert(sb_waiter_is_detached(final));
+	assert(!sb_wake_batch_is_full(b));
+	b->wakers[b->count++] = w->waker;
+	/* release: hands the node, and what it was granted, back to its owner. */
+	atomic_store_explicit(&w->remaining, final, memory_order_release);
+}
+
+/*
  * Under the lock: unlinks `w`, moves its waker into `b` and publishes
  * `final` (SB_WAITER_GRANTED or SB_WAITER_CLOSED).  `w` must not be touched
  * afterwards.  The batch must not be full.
  */
 static inline void sb_waitq_detach(sb_waitq *q, sb_waiter *w, size_t final, sb_wake_batch *b)
 {
-	assert(sb_waiter_is_detached(final));
-	assert(!sb_wake_batch_is_full(b));
-	b->wakers[b->count++] = sb_waitq_unlink(q, w);
-	/* release: hands the node, and what it was granted, back to its owner. */
-	atomic_store_explicit(&w->remaining, final, memory_order_release);
+	sb_waitq_unlink(q, w);
+	sb_waiter_detach_unlinked(w, final, b);
 }
 
 /*

@@ -251,6 +251,60 @@ static void every_once_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live), 0);
 }
 
+static void every_rwlock_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker wc = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	sb_rwlock rw;
+	assert_int_equal(sb_rwlock_init(&rw), 0);
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+
+	/* a run longer than a wake batch, a writer behind it, re-registration,
+	 * cancels before and after a grant, downgrade, upgrade */
+	enum { N = 40 };
+	sb_rwlock_lock f[N], w, u, up;
+	for (int i = 0; i < N; i++) {
+		sb_rwlock_read_init(&f[i], &rw);
+		assert_int_equal(sb_rwlock_lock_poll(&f[i], &wc), SB_PENDING);
+	}
+	sb_rwlock_write_init(&w, &rw);
+	assert_int_equal(sb_rwlock_lock_poll(&w, &wc), SB_PENDING);
+	assert_int_equal(sb_rwlock_lock_poll(&f[1], &wd), SB_PENDING);
+	sb_rwlock_lock_cancel(&f[0]); /* nothing granted */
+	assert_int_equal(sb_rwlock_downgrade(&rw), 0);
+	sb_rwlock_lock_cancel(&f[1]); /* granted */
+	for (int i = 2; i < N; i++)
+		assert_int_equal(sb_rwlock_lock_poll(&f[i], &wc), 0);
+	for (int i = 2; i < N + 1; i++)
+		assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_lock_poll(&w, &wc), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	sb_rwlock_upgradable_read_init(&u, &rw);
+	assert_int_equal(sb_rwlock_lock_poll(&u, &wc), 0);
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	sb_rwlock_upgrade_init(&up, &rw);
+	assert_int_equal(sb_rwlock_lock_poll(&up, &wc), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_lock_poll(&up, &wc), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+
+	/* the thread-parking path, timed out */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(sb_rwlock_write_blocking(&rw, 1000000), -ETIMEDOUT);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -295,6 +349,7 @@ int main(void)
 		cmocka_unit_test(every_mutex_condvar_and_event_path_allocates_nothing),
 		cmocka_unit_test(every_barrier_path_allocates_nothing),
 		cmocka_unit_test(every_once_path_allocates_nothing),
+		cmocka_unit_test(every_rwlock_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,6 +128,24 @@ void once_fast_and_slow_paths()
 
 } // namespace
 
+void rwlock_fast_and_slow_paths()
+{
+	sb_waker noop = sb_waker_noop();
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	CHECK(sb_rwlock_try_read(&rw) == 0);
+	CHECK(sb_rwlock_try_write(&rw) == -EAGAIN);
+	sb_rwlock_lock w;
+	sb_rwlock_write_init(&w, &rw);
+	CHECK(sb_rwlock_lock_poll(&w, &noop) == SB_PENDING);
+	CHECK(sb_rwlock_read_unlock(&rw) == 0);
+	CHECK(sb_rwlock_lock_poll(&w, &noop) == 0);
+	CHECK(sb_rwlock_write_unlock(&rw) == 0);
+	sb_rwlock_read_init(&w, &rw);
+	CHECK(sb_rwlock_lock_poll(&w, &noop) == 0);
+	CHECK(sb_rwlock_read_unlock(&rw) == 0);
+	CHECK(sb_rwlock_destroy(&rw) == 0);
+}
+
 int main()
 {
 	semaphore_fast_and_slow_paths();
@@ -135,6 +153,7 @@ int main()
 	event_fast_and_slow_paths();
 	barrier_fast_and_slow_paths();
 	once_fast_and_slow_paths();
+	rwlock_fast_and_slow_paths();
 	if (failures)
 		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
 			     static_cast<long>(__cplusplus));

@@ -50,6 +50,11 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_barrier_wait_poll_slow",
 		"sb_once_is_done", "sb_once_try", "sb_once_wait_init", "sb_once_wait_poll",
 		"sb_once_is_done_slow", "sb_once_try_slow", "sb_once_wait_poll_slow",
+		"sb_rwlock_try_read", "sb_rwlock_read_unlock", "sb_rwlock_try_write",
+		"sb_rwlock_write_unlock", "sb_rwlock_read_init", "sb_rwlock_write_init",
+		"sb_rwlock_lock_poll", "sb_rwlock_try_read_slow", "sb_rwlock_read_unlock_slow",
+		"sb_rwlock_try_write_slow", "sb_rwlock_write_unlock_slow",
+		"sb_rwlock_lock_poll_slow",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
@@ -259,6 +264,68 @@ static void exported_once_functions_run_wait_and_complete_like_the_inline_ones(v
 	assert_int_equal(sb_once_destroy(&o), 0);
 }
 
+static void exported_rwlock_functions_share_exclude_and_hand_over_like_the_inline_ones(void **state)
+{
+	(void)state;
+	int (*try_read)(sb_rwlock *);
+	int (*read_unlock)(sb_rwlock *);
+	int (*try_write)(sb_rwlock *);
+	int (*write_unlock)(sb_rwlock *);
+	void (*read_init)(sb_rwlock_lock *, sb_rwlock *);
+	void (*write_init)(sb_rwlock_lock *, sb_rwlock *);
+	int (*lock_poll)(sb_rwlock_lock *, const sb_waker *);
+	int (*try_read_slow)(sb_rwlock *);
+	int (*read_unlock_slow)(sb_rwlock *);
+	int (*try_write_slow)(sb_rwlock *);
+	int (*write_unlock_slow)(sb_rwlock *);
+	int (*lock_poll_slow)(sb_rwlock_lock *, const sb_waker *);
+	LOOKUP(try_read, "sb_rwlock_try_read");
+	LOOKUP(read_unlock, "sb_rwlock_read_unlock");
+	LOOKUP(try_write, "sb_rwlock_try_write");
+	LOOKUP(write_unlock, "sb_rwlock_write_unlock");
+	LOOKUP(read_init, "sb_rwlock_read_init");
+	LOOKUP(write_init, "sb_rwlock_write_init");
+	LOOKUP(lock_poll, "sb_rwlock_lock_poll");
+	LOOKUP(try_read_slow, "sb_rwlock_try_read_slow");
+	LOOKUP(read_unlock_slow, "sb_rwlock_read_unlock_slow");
+	LOOKUP(try_write_slow, "sb_rwlock_try_write_slow");
+	LOOKUP(write_unlock_slow, "sb_rwlock_write_unlock_slow");
+	LOOKUP(lock_poll_slow, "sb_rwlock_lock_poll_slow");
+
+	sb_waker noop = sb_waker_noop();
+	sb_rwlock rw;
+	assert_int_equal(sb_rwlock_init(&rw), 0);
+	assert_int_equal(try_read(&rw), 0);
+	assert_int_equal(try_write(&rw), -EAGAIN);
+	sb_rwlock_lock w, r;
+	write_init(&w, &rw);
+	assert_int_equal(lock_poll(&w, &noop), SB_PENDING);
+	read_init(&r, &rw);
+	assert_int_equal(lock_poll(&r, &noop), SB_PENDING); /* behind the writer */
+	assert_int_equal(read_unlock(&rw), 0);
+	assert_int_equal(lock_poll(&w, &noop), 0);
+	assert_int_equal(write_unlock(&rw), 0);
+	assert_int_equal(lock_poll(&r, &noop), 0);
+	assert_int_equal(read_unlock(&rw), 0);
+	assert_int_equal(read_unlock(&rw), -EPERM);
+	assert_int_equal(write_unlock(&rw), -EPERM);
+
+	/* the slow paths decide the uncontended case too */
+	assert_int_equal(try_read_slow(&rw), 0);
+	assert_int_equal(try_write_slow(&rw), -EAGAIN);
+	assert_int_equal(read_unlock_slow(&rw), 0);
+	assert_int_equal(read_unlock_slow(&rw), -EPERM);
+	assert_int_equal(try_write_slow(&rw), 0);
+	assert_int_equal(try_read_slow(&rw), -EAGAIN);
+	assert_int_equal(write_unlock_slow(&rw), 0);
+	assert_int_equal(write_unlock_slow(&rw), -EPERM);
+	sb_rwlock_lock f;
+	read_init(&f, &rw);
+	assert_int_equal(lock_poll_slow(&f, &noop), 0);
+	assert_int_equal(read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 static void slow_paths_called_directly_still_decide_rightly(void **state)
 {
 	(void)state;
@@ -315,6 +382,7 @@ int main(void)
 		cmocka_unit_test(exported_auto_event_functions_store_and_hand_over_like_the_inline_ones),
 		cmocka_unit_test(exported_barrier_functions_arrive_release_and_lead_like_the_inline_ones),
 		cmocka_unit_test(exported_once_functions_run_wait_and_complete_like_the_inline_ones),
+		cmocka_unit_test(exported_rwlock_functions_share_exclude_and_hand_over_like_the_inline_ones),
 		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

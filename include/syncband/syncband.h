@@ -11,6 +11,7 @@
 #include <syncband/event.h>
 #include <syncband/barrier.h>
 #include <syncband/once.h>
+#include <syncband/rwlock.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

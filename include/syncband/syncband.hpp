@@ -6,6 +6,7 @@
 //   {
 //           sb::permit p = co_await sb::acquire(slots);    // a permit, RAII
 //           sb::mutex_guard g = co_await sb::lock(m);      // the mutex, RAII
+//           sb::rwlock_guard r = co_await sb::read_lock(rw); // a read, RAII
 //           ...
 //   }                                                      // unlocked, released
 //
@@ -14,7 +15,8 @@
 //   loop.spawn(worker(slots, m));
 //   ... on the doorbell, on the loop's thread:  loop.run_ready();
 //
-// How the awaitables behave (sb::acquire, sb::lock, sb::wait on a condvar,
+// How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
+// sb::write_lock, sb::wait on a condvar,
 // an event or an auto-reset event, sb::arrive_and_wait on a barrier, sb::poll
 // on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
@@ -31,8 +33,9 @@
 //   - Destroying a suspended coroutine (loop::shutdown) cancels the future
 //     it waits on: a permit, a mutex or a signal granted to it but not yet
 //     resumed into goes back (to the next waiter), as the C cancel promises.
-//   - sb::permit and sb::mutex_guard release what they hold when they go
-//     out of scope (or on release()/unlock()); both are move-only.
+//   - sb::permit, sb::mutex_guard and sb::rwlock_guard release what they
+//     hold when they go out of scope (or on release()/unlock()); all are
+//     move-only.
 //
 // Tasks: an sb::task coroutine runs on the sb::loop it is spawned on, one
 // poll at a time, on the loop's thread.  It may co_await only the awaitables
@@ -324,6 +327,49 @@ private:
 	sb_mutex *m_ = nullptr;
 };
 
+// A read or write hold of an sb_rwlock, released when it goes out of scope.
+// A read lock that failed (-EOVERFLOW) gives an empty guard.
+class rwlock_guard {
+public:
+	enum kind { shared, exclusive };
+	rwlock_guard() noexcept = default;
+	// Adopts a hold the caller took: a read (shared) or the write lock.
+	rwlock_guard(sb_rwlock &rw, kind k) noexcept : rw_(&rw), k_(k) {}
+	rwlock_guard(rwlock_guard &&o) noexcept : rw_(std::exchange(o.rw_, nullptr)), k_(o.k_) {}
+	rwlock_guard &operator=(rwlock_guard &&o) noexcept
+	{
+		if (this != &o) {
+			unlock();
+			rw_ = std::exchange(o.rw_, nullptr);
+			k_ = o.k_;
+		}
+		return *this;
+	}
+	rwlock_guard(const rwlock_guard &) = delete;
+	rwlock_guard &operator=(const rwlock_guard &) = delete;
+	~rwlock_guard() { unlock(); }
+
+	bool owns_lock() const noexcept { return rw_ != nullptr; }
+	explicit operator bool() const noexcept { return owns_lock(); }
+	bool exclusive_hold() const noexcept { return rw_ && k_ == exclusive; }
+	void unlock() noexcept
+	{
+		if (rw_)
+			(k_ == exclusive ? sb_rwlock_write_unlock : sb_rwlock_read_unlock)(rw_);
+		rw_ = nullptr;
+	}
+	// The write lock becomes a read lock, atomically (sb_rwlock_downgrade).
+	void downgrade() noexcept
+	{
+		if (exclusive_hold() && sb_rwlock_downgrade(rw_) == 0)
+			k_ = shared;
+	}
+
+private:
+	sb_rwlock *rw_ = nullptr;
+	kind k_ = shared;
+};
+
 // ------------------------------------------------------------------ awaiters
 
 namespace detail {
@@ -453,6 +499,49 @@ private:
 inline lock_awaiter lock(sb_mutex &m) noexcept
 {
 	return lock_awaiter(m);
+}
+
+class rwlock_awaiter : public detail::future_awaiter<sb_rwlock_lock> {
+public:
+	rwlock_awaiter(sb_rwlock &rw, rwlock_guard::kind k) noexcept
+		: future_awaiter(&sb_rwlock_lock_ops), rw_(&rw), k_(k)
+	{
+	}
+	bool await_ready() noexcept
+	{
+		result_ = k_ == rwlock_guard::exclusive ? sb_rwlock_try_write(rw_)
+							: sb_rwlock_try_read(rw_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		if (k_ == rwlock_guard::exclusive)
+			sb_rwlock_write_init(&future_, rw_);
+		else
+			sb_rwlock_read_init(&future_, rw_);
+		return suspend(h);
+	}
+	rwlock_guard await_resume() noexcept
+	{
+		return result_ == 0 ? rwlock_guard(*rw_, k_) : rwlock_guard();
+	}
+
+private:
+	sb_rwlock *rw_;
+	rwlock_guard::kind k_;
+};
+
+// co_await sb::read_lock(rw) / sb::write_lock(rw): an sb::rwlock_guard
+// holding a read of `rw` / its write lock, in the lock's FIFO phases.
+inline rwlock_awaiter read_lock(sb_rwlock &rw) noexcept
+{
+	return rwlock_awaiter(rw, rwlock_guard::shared);
+}
+
+inline rwlock_awaiter write_lock(sb_rwlock &rw) noexcept
+{
+	return rwlock_awaiter(rw, rwlock_guard::exclusive);
 }
 
 class condvar_wait_awaiter : public detail::future_awaiter<sb_condvar_wait> {

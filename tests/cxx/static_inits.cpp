@@ -11,6 +11,7 @@ static sb_event ev = SB_EVENT_INIT(1);
 static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
 static sb_barrier bar = SB_BARRIER_INIT(3);
 static sb_once once = SB_ONCE_INIT;
+static sb_rwlock rwl = SB_RWLOCK_INIT;
 
 struct request {
 	int id;
@@ -34,6 +35,7 @@ int main()
 		 sb_auto_event_try_wait(&aev) != 0 && sb_semaphore_available(&local_sem) == 0 &&
 		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0 &&
 		 sb_barrier_destroy(&bar) == 0 && sb_barrier_wait_blocking(&local_bar, 0) == SB_BARRIER_LEADER &&
-		 !sb_once_is_done(&once) && sb_once_destroy(&once) == 0;
+		 !sb_once_is_done(&once) && sb_once_destroy(&once) == 0 &&
+		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1;
 	return ok ? 0 : 1;
 }

@@ -344,6 +344,44 @@ void destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on(void **)
 	drain(l);
 }
 
+sb::task write_then_read(sb_rwlock &rw, int &steps)
+{
+	sb::rwlock_guard w = co_await sb::write_lock(rw);
+	steps++;
+	w.downgrade(); // readers queued behind may enter now
+	steps += sb_rwlock_readers(&rw) == 1 && !sb_rwlock_is_write_locked(&rw);
+	w.unlock();
+	sb::rwlock_guard r = co_await sb::read_lock(rw);
+	steps += r.owns_lock() && !r.exclusive_hold();
+}
+
+void a_writer_task_waits_for_the_readers_and_its_guards_release_on_scope_exit(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	{
+		auto a = sb::read_lock(rw);
+		assert_true(a.await_ready());
+		sb::rwlock_guard g = a.await_resume();
+		assert_int_equal(sb_rwlock_readers(&rw), 1);
+		assert_false(sb::write_lock(rw).await_ready());
+	}
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	int steps = 0;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	l.spawn(write_then_read(rw, steps));
+	l.run_ready();
+	assert_int_equal(steps, 0); // suspended behind the reader
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0); // hands it the write lock
+	assert_int_equal(steps, 0);  // resumed only by the loop
+	l.run_ready();
+	assert_int_equal(steps, 3);
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	assert_false(sb_rwlock_is_write_locked(&rw));
+	drain(l);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 void an_acquire_of_a_closed_semaphore_gives_an_empty_permit(void **)
 {
 	sb::loop l(count_ring, nullptr);
@@ -547,6 +585,7 @@ int main()
 		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
 		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
 		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),
+		cmocka_unit_test(a_writer_task_waits_for_the_readers_and_its_guards_release_on_scope_exit),
 		cmocka_unit_test(an_acquire_of_a_closed_semaphore_gives_an_empty_permit),
 		cmocka_unit_test(guards_release_once_on_scope_exit_and_move_ownership),
 		cmocka_unit_test(tasks_holding_a_mutex_across_yields_never_overlap),

@@ -275,6 +275,47 @@ def once_seeds():
     }
 
 
+def rwlock_seeds():
+    # init argument: slot | kind << 3, kind 0..3 = read, write, upgradable, upgrade
+    READ, WRITE, UPGRADABLE, UPGRADE = 0, 1 << 3, 2 << 3, 3 << 3
+    # try argument: 0..3 = read, write, upgradable, upgrade
+    T_READ, T_WRITE, T_UPGRADABLE, T_UPGRADE = 0, 1, 2, 3
+    return {
+        # A writer queues behind readers; readers behind it wait for it; a
+        # granted writer cancelled passes the lock to the readers behind.
+        "phases-cancel-granted-writer": ([0], [
+            ("TRY", T_READ), ("INIT", 0 | WRITE), ("POLL", 0, OWN_A), ("INIT", 1 | READ),
+            ("POLL", 1, SHARED1_A), ("INIT", 2 | READ), ("POLL", 2, OWN_B), ("TRY", T_READ),
+            ("READ_UNLOCK",), ("CANCEL", 0), ("POLL", 1, OWN_A), ("POLL", 2, OWN_A),
+            ("READ_UNLOCK",), ("READ_UNLOCK",)]),
+        # downgrade lets in the readers queued up to the next writer.
+        "downgrade": ([1], [
+            ("TRY", T_WRITE), ("INIT", 0 | READ), ("POLL", 0, OWN_A), ("INIT", 1 | WRITE),
+            ("POLL", 1, OWN_A), ("INIT", 2 | READ), ("POLL", 2, OWN_A), ("DOWNGRADE",),
+            ("POLL", 0, OWN_A), ("READ_UNLOCK",), ("READ_UNLOCK",), ("POLL", 1, OWN_A),
+            ("WRITE_UNLOCK",), ("POLL", 2, OWN_A)]),
+        # The upgradable read beside readers; its upgrade waits for them and
+        # goes ahead of a queued writer; a granted upgrade cancelled gives
+        # back the upgradable read.
+        "upgrade": ([0], [
+            ("TRY", T_READ), ("INIT", 0 | UPGRADABLE), ("POLL", 0, OWN_A), ("TRY", T_READ),
+            ("INIT", 1 | WRITE), ("POLL", 1, OWN_A), ("INIT", 2 | UPGRADE), ("POLL", 2, OWN_B),
+            ("TRY", T_UPGRADE), ("UPGRADABLE_UNLOCK",), ("READ_UNLOCK",), ("READ_UNLOCK",),
+            ("CANCEL", 2), ("INIT", 3 | UPGRADE), ("POLL", 3, OWN_A), ("UPGRADABLE_UNLOCK",),
+            ("POLL", 1, OWN_A), ("WRITE_UNLOCK",)]),
+        "destroy-busy": ([1], [
+            ("READ_UNLOCK",), ("WRITE_UNLOCK",), ("TRY", T_UPGRADE), ("TRY", T_UPGRADABLE),
+            ("DESTROY", 0), ("UPGRADABLE_UNLOCK",), ("INIT", 0 | WRITE), ("POLL", 0, OWN_A),
+            ("DESTROY", 1), ("WRITE_UNLOCK",), ("POLL", 0, OWN_A), ("WRITE_UNLOCK",),
+            ("DESTROY", 1), ("TRY", T_WRITE)]),
+        # A run of readers longer than a wake batch, behind a writer.
+        "crowd": ([0], [
+            ("TRY", T_WRITE), ("CROWD", 33, SHARED1_A), ("INIT", 0 | WRITE), ("POLL", 0, OWN_A),
+            ("WRITE_UNLOCK",), ("CANCEL_CROWD", 3), ("CROWD", 0x40 | 20, OWN_A),
+            ("POLL", 0, OWN_A), ("WRITE_UNLOCK",), ("POLL_ALL", OWN_B), ("CANCEL_CROWD", 0)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -284,6 +325,7 @@ def main():
         "auto_event": auto_event_seeds(),
         "barrier": barrier_seeds(),
         "once": once_seeds(),
+        "rwlock": rwlock_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

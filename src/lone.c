@@ -91,6 +91,13 @@ enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
 	return SB_CANCEL_DETACHED;
 }
 
+void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b)
+{
+	sb_waitq_unlock(q);
+	sb_wake_batch_run(b);
+	sb_waitq_lock_lone(q, 0);
+}
+
 bool sb_waitq_cancel_one(sb_waitq *q, sb_waiter *w, size_t keep)
 {
 	size_t remaining;

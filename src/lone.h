@@ -124,6 +124,9 @@ enum sb_lone_cancel {
 enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
 					 size_t *remaining, sb_waker *waker);
 
+/* sb_waitq_flush for a queue that may hold a lone waiter: it joins the queue. */
+void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b);
+
 /*
  * Owner's cancel of a wait owed one unit (a lock, a signal) whose only hand-on
  * is a grant it never observed: withdraws or unlinks `w` and drops its waker.

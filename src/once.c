@@ -25,12 +25,10 @@
  * A success sets DONE - in one release CAS when nobody waits, else in the
  * CAS that takes the lock (acq_rel, sb_qlock_try_take) - and then releases
  * every queued waiter at once (sb_waitq_release_all).  That CAS also
- * clears RUNNING and the tenure, so that a done word is DONE alone: a
- * broadcast that flushes a batch relocks with sb_waitq_lock_lone, which
- * reads bits from SB_WAITQ_LONE_SHIFT up as a lone waiter's address when
- * NONEMPTY is set.  (It is not then - the queue has moved onto the
- * broadcast's list and nobody queues on a done once - but no word of ours
- * need rely on that.)
+ * clears RUNNING and the tenure, so that a done word is DONE alone, with
+ * nothing above SB_WAITQ_LONE_SHIFT that could ever read as a lone
+ * waiter's address (the broadcast relocks with the plain sb_waitq_lock,
+ * which reads none of our bits, but no word of ours need rely on that).
  *
  * A failure with waiters hands the job to the head under the lock: it
  * writes the new tenure into the head's future (the lock holder owns the

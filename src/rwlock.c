@@ -26,9 +26,9 @@
  * detached a batch at a time, the lock dropped between batches.  An owner
  * that sees its mark takes the lock and unlinks itself (src/waitq.c does
  * that for every queue), and whoever walks the head next detaches the
- * marked ones first.  Newcomers queue behind them.  (The queue's own
- * sb_waitq_flush / sb_waitq_release_all are not for us: they may adopt a
- * lone waiter, and our word's high bits are a reader count, not an address.)
+ * marked ones first.  Newcomers queue behind them.  (sb_waitq_release_all
+ * is not for us: it releases the whole queue, and a run of readers ends at
+ * the next writer.)
  *
  * The pending upgrade is the one waiter that must go ahead of the queue
  * (the writers there wait for the upgradable read to end), so its node is

@@ -133,7 +133,7 @@ static size_t sem_grant_locked(sb_semaphore *s, size_t n, sb_wake_batch *b)
 		n -= owed;
 		sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 		if (sb_wake_batch_is_full(b))
-			sb_waitq_flush(&s->q, b);
+			sb_waitq_flush_lone(&s->q, b);
 	}
 	return sb_waitq_is_empty(q) ? n : 0;
 }

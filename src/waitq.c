@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "waitq.h"
 
-#include "lone.h"
-
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b)
 {
 	sb_waitq_unlock(q);
 	sb_wake_batch_run(b);
-	sb_waitq_lock_lone(q, 0);
+	sb_waitq_lock(q, 0);
 }
 
 /* Moves every queued waiter onto the list headed by `guard`, emptying the queue. */

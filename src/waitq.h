@@ -348,15 +348,19 @@ static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batc
  * are detached a batch at a time.  Their owners may meanwhile cancel or
  * re-poll: they see the mark, take the lock and unlink themselves from that
  * list (sb_waitq_cancel_locked, sb_waitq_repoll_and_unlock).  Waiters that register
- * while the lock is dropped join the emptied queue and are not released.
+ * while the lock is dropped join the emptied queue and are not released; the
+ * primitive must not let one wait alone meanwhile (src/lone.h), since the
+ * lock is retaken with sb_waitq_flush.
  * Returns with the lock held and `b` possibly non-empty.
  */
 void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b);
 
 /*
- * Under the lock, when `b` is full: unlock, run the batch, re-lock (a lone
- * waiter that came meanwhile joins the queue, src/lone.h).  The queue may have
- * changed meanwhile; callers re-read what they need.
+ * Under the lock, when `b` is full: unlock, run the batch, re-lock with
+ * sb_waitq_lock, which reads nothing in the primitive's bits (so they may
+ * hold a count).  A queue whose waiters may wait alone meanwhile uses
+ * sb_waitq_flush_lone (src/lone.h) instead.  The queue may have changed
+ * meanwhile; callers re-read what they need.
  */
 void sb_waitq_flush(sb_waitq *q, sb_wake_batch *b);
 

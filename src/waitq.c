@@ -40,6 +40,20 @@ static void waitq_detach_all(sb_waitq *q, size_t final, sb_wake_batch *b)
 	}
 }
 
+/*
+ * sb_waitq_flush for a broadcast: re-locks with sb_waitq_lock, never taking
+ * the primitive's bits above SB_WAITQ_LONE_SHIFT for a lone waiter's address
+ * (the latch keeps its count there, with NONEMPTY set while waits queue).
+ * No broadcaster has a lone waiter to adopt: the closed semaphore takes
+ * none, and the event, condvar and latch have none.
+ */
+static void waitq_flush_broadcast(sb_waitq *q, sb_wake_batch *b)
+{
+	sb_waitq_unlock(q);
+	sb_wake_batch_run(b);
+	sb_waitq_lock(q, 0);
+}
+
 void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b)
 {
 	if (sb_waitq_is_empty(q))
@@ -62,7 +76,7 @@ void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b)
 	waitq_move_to_guard(q, &guard);
 	for (;;) {
 		if (sb_wake_batch_is_full(b))
-			sb_waitq_flush(q, b); /* owners may unlink themselves meanwhile */
+			waitq_flush_broadcast(q, b); /* owners may unlink themselves meanwhile */
 		if (guard.next == &guard)
 			return;
 		sb_waitq_detach(q, guard.next, final, b);

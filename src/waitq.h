@@ -336,6 +336,9 @@ static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batc
  * re-poll: they see the mark, take the lock and unlink themselves from that
  * list (sb_waitq_cancel_locked, sb_waitq_repoll_and_unlock).  Waiters that register
  * while the lock is dropped join the emptied queue and are not released.
+ * The lock is re-taken with sb_waitq_lock: a broadcaster's primitive takes
+ * no lone waiter meanwhile (src/lone.h), and its bits above
+ * SB_WAITQ_LONE_SHIFT may hold anything (the latch's count).
  * Returns with the lock held and `b` possibly non-empty.
  */
 void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b);

@@ -9,6 +9,7 @@
 #include <syncband/mutex.h>
 #include <syncband/condvar.h>
 #include <syncband/event.h>
+#include <syncband/latch.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

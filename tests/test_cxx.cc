@@ -93,11 +93,33 @@ void event_fast_and_slow_paths()
 
 } // namespace
 
+void latch_fast_and_slow_paths()
+{
+	sb_waker noop = sb_waker_noop();
+	sb_latch l;
+	CHECK(sb_latch_init(&l, 2) == 0);
+	CHECK(sb_latch_try_wait(&l) == -EAGAIN);
+	sb_latch_wait f;
+	sb_latch_wait_init(&f, &l);
+	CHECK(sb_latch_wait_poll(&f, &noop) == SB_PENDING);
+	CHECK(sb_latch_count_down(&l, 3) == -ERANGE);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_wait_poll(&f, &noop) == SB_PENDING);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_wait_poll(&f, &noop) == 0);
+	CHECK(sb_latch_try_wait(&l) == 0);
+	CHECK(sb_latch_add(&l, 1) == 0);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_count(&l) == 0);
+	CHECK(sb_latch_destroy(&l) == 0);
+}
+
 int main()
 {
 	semaphore_fast_and_slow_paths();
 	mutex_fast_and_slow_paths();
 	event_fast_and_slow_paths();
+	latch_fast_and_slow_paths();
 	if (failures)
 		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
 			     static_cast<long>(__cplusplus));

@@ -15,7 +15,7 @@
 //   ... on the doorbell, on the loop's thread:  loop.run_ready();
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::wait on a condvar,
-// an event or an auto-reset event, sb::poll on any syncband future):
+// an event, an auto-reset event or a latch, sb::poll on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
 //     try_wait), so a free permit or mutex never suspends the coroutine.
 //   - Otherwise await_suspend polls the future once with the task's waker;
@@ -542,6 +542,30 @@ private:
 inline auto_event_wait_awaiter wait(sb_auto_event &e) noexcept
 {
 	return auto_event_wait_awaiter(e);
+}
+
+class latch_wait_awaiter : public detail::future_awaiter<sb_latch_wait> {
+public:
+	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(&sb_latch_wait_ops), l_(&l)
+	{
+	}
+	bool await_ready() noexcept { return sb_latch_try_wait(l_) == 0; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_latch_wait_init(&future_, l_);
+		return suspend(h);
+	}
+	void await_resume() noexcept {}
+
+private:
+	sb_latch *l_;
+};
+
+// co_await sb::wait(latch): resumes once the latch's count is zero.
+inline latch_wait_awaiter wait(sb_latch &l) noexcept
+{
+	return latch_wait_awaiter(l);
 }
 
 // Any syncband future the caller initialised (an sb_deadline, say), through

@@ -9,6 +9,7 @@ static sb_mutex fifo_mtx = SB_MUTEX_INIT_FIFO;
 static sb_condvar cv = SB_CONDVAR_INIT;
 static sb_event ev = SB_EVENT_INIT(1);
 static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
+static sb_latch lat = SB_LATCH_INIT(2);
 
 struct request {
 	int id;
@@ -24,11 +25,13 @@ int main()
 {
 	sb_semaphore local_sem = SB_SEMAPHORE_INIT(0);
 	sb_event local_ev = SB_EVENT_INIT(0);
+	sb_latch local_lat = SB_LATCH_INIT(0);
 	request r;
 	r.id = 7;
 	int ok = request_id(&r.task) == 7 && sb_semaphore_available(&sem) == 4 &&
 		 !sb_mutex_is_locked(&mtx) && !sb_mutex_is_locked(&fifo_mtx) && sb_event_is_set(&ev) &&
 		 sb_auto_event_try_wait(&aev) != 0 && sb_semaphore_available(&local_sem) == 0 &&
-		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0;
+		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0 &&
+		 sb_latch_count(&lat) == 2 && sb_latch_try_wait(&local_lat) == 0;
 	return ok ? 0 : 1;
 }

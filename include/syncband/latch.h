@@ -12,11 +12,11 @@
  * Semantics
  *   - A count of 0 at init is allowed: the latch is open at once.
  *   - Every wait registered when the count reaches zero is released, by one
- *     atomic broadcast: from the moment the count is zero none of them can
- *     be seen pending, not even by a waiter that the same count_down woke
- *     first and that polls another of them (the waits are woken in batches
- *     of up to 32, outside the latch's internal lock; nothing allocates).
- *     Waits whose first poll comes while the count is zero complete at once.
+ *     atomic broadcast: the count_down marks them all released under the
+ *     latch's internal lock before it wakes any, so a waiter it woke that
+ *     polls another of them never finds it pending (it wakes them in batches
+ *     of up to 32, outside that lock; nothing allocates).  Waits whose first
+ *     poll comes while the count is zero complete at once.
  *   - add(n) on an open latch (count 0) closes it again: waits that register
  *     after it wait for the count to reach zero once more, as a WaitGroup is
  *     reused.  Waits released before the add stay released.

@@ -82,6 +82,7 @@ SCENARIO_ORDER = [
     "rwlock/write-queued-behind-readers",
     "barrier/generation-of-8",
     "once/16-waiters",
+    "latch/count-down-16-waiters",
     "baseline/cas-acquire+store-release",
     "executor/create",
     "executor/spawn-one",

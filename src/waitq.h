@@ -348,9 +348,11 @@ static inline bool sb_waitq_detach_front(sb_waitq *q, size_t final, sb_wake_batc
  * are detached a batch at a time.  Their owners may meanwhile cancel or
  * re-poll: they see the mark, take the lock and unlink themselves from that
  * list (sb_waitq_cancel_locked, sb_waitq_repoll_and_unlock).  Waiters that register
- * while the lock is dropped join the emptied queue and are not released; the
- * primitive must not let one wait alone meanwhile (src/lone.h), since the
- * lock is retaken with sb_waitq_flush.
+ * while the lock is dropped join the emptied queue and are not released.
+ * The lock is re-taken with sb_waitq_flush (plain sb_waitq_lock): a
+ * broadcaster's primitive lets no waiter wait alone meanwhile (src/lone.h),
+ * and its bits above SB_WAITQ_LONE_SHIFT may hold anything (the latch's
+ * count).
  * Returns with the lock held and `b` possibly non-empty.
  */
 void sb_waitq_release_all(sb_waitq *q, size_t final, sb_wake_batch *b);

@@ -305,6 +305,40 @@ static void every_rwlock_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+static void every_latch_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* a crowd past one wake batch, a re-registration, a cancel, a reopen */
+	sb_latch l = SB_LATCH_INIT(2);
+	enum { N = 40 };
+	sb_latch_wait f[N];
+	for (int i = 0; i < N; i++) {
+		sb_latch_wait_init(&f[i], &l);
+		assert_int_equal(sb_latch_wait_poll(&f[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_latch_wait_poll(&f[1], &wd), SB_PENDING);
+	sb_latch_wait_cancel(&f[0]);
+	assert_int_equal(sb_latch_count_down(&l, 1), 0);
+	assert_int_equal(sb_latch_count_down(&l, 1), 0);
+	for (int i = 1; i < N; i++)
+		assert_int_equal(sb_latch_wait_poll(&f[i], i == 1 ? &wd : &w), 0);
+	assert_int_equal(sb_latch_try_wait(&l), 0);
+	assert_int_equal(sb_latch_add(&l, 1), 0);
+	assert_int_equal(sb_latch_wait_blocking(&l, 1000), -ETIMEDOUT);
+	assert_int_equal(sb_latch_count_down(&l, 1), 0);
+	assert_int_equal(sb_latch_wait_blocking(&l, 0), 0);
+	assert_int_equal(sb_latch_destroy(&l), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -350,6 +384,7 @@ int main(void)
 		cmocka_unit_test(every_barrier_path_allocates_nothing),
 		cmocka_unit_test(every_once_path_allocates_nothing),
 		cmocka_unit_test(every_rwlock_path_allocates_nothing),
+		cmocka_unit_test(every_latch_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -146,6 +146,27 @@ void rwlock_fast_and_slow_paths()
 	CHECK(sb_rwlock_destroy(&rw) == 0);
 }
 
+void latch_fast_and_slow_paths()
+{
+	sb_waker noop = sb_waker_noop();
+	sb_latch l;
+	CHECK(sb_latch_init(&l, 2) == 0);
+	CHECK(sb_latch_try_wait(&l) == -EAGAIN);
+	sb_latch_wait f;
+	sb_latch_wait_init(&f, &l);
+	CHECK(sb_latch_wait_poll(&f, &noop) == SB_PENDING);
+	CHECK(sb_latch_count_down(&l, 3) == -ERANGE);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_wait_poll(&f, &noop) == SB_PENDING);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_wait_poll(&f, &noop) == 0);
+	CHECK(sb_latch_try_wait(&l) == 0);
+	CHECK(sb_latch_add(&l, 1) == 0);
+	CHECK(sb_latch_count_down(&l, 1) == 0);
+	CHECK(sb_latch_count(&l) == 0);
+	CHECK(sb_latch_destroy(&l) == 0);
+}
+
 int main()
 {
 	semaphore_fast_and_slow_paths();
@@ -154,6 +175,7 @@ int main()
 	barrier_fast_and_slow_paths();
 	once_fast_and_slow_paths();
 	rwlock_fast_and_slow_paths();
+	latch_fast_and_slow_paths();
 	if (failures)
 		std::fprintf(stderr, "%d check(s) failed (C++ %ld)\n", failures,
 			     static_cast<long>(__cplusplus));

@@ -55,6 +55,8 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_rwlock_lock_poll", "sb_rwlock_try_read_slow", "sb_rwlock_read_unlock_slow",
 		"sb_rwlock_try_write_slow", "sb_rwlock_write_unlock_slow",
 		"sb_rwlock_lock_poll_slow",
+		"sb_latch_count_down", "sb_latch_try_wait", "sb_latch_wait_init",
+		"sb_latch_wait_poll", "sb_latch_count_down_slow", "sb_latch_wait_poll_slow",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
@@ -326,6 +328,39 @@ static void exported_rwlock_functions_share_exclude_and_hand_over_like_the_inlin
 	assert_int_equal(sb_rwlock_destroy(&rw), 0);
 }
 
+static void exported_latch_functions_count_down_test_and_release_like_the_inline_ones(void **state)
+{
+	(void)state;
+	int (*count_down)(sb_latch *, size_t);
+	int (*try_wait)(const sb_latch *);
+	void (*wait_init)(sb_latch_wait *, sb_latch *);
+	int (*wait_poll)(sb_latch_wait *, const sb_waker *);
+	LOOKUP(count_down, "sb_latch_count_down");
+	LOOKUP(try_wait, "sb_latch_try_wait");
+	LOOKUP(wait_init, "sb_latch_wait_init");
+	LOOKUP(wait_poll, "sb_latch_wait_poll");
+	sb_waker noop = sb_waker_noop();
+	sb_latch l;
+	assert_int_equal(sb_latch_init(&l, 2), 0);
+
+	assert_int_equal(try_wait(&l), -EAGAIN);
+	sb_latch_wait f;
+	wait_init(&f, &l);
+	assert_int_equal(wait_poll(&f, &noop), SB_PENDING);
+	assert_int_equal(count_down(&l, 3), -ERANGE);
+	assert_int_equal(count_down(&l, 1), 0); /* lock-free: stays above zero */
+	assert_int_equal(wait_poll(&f, &noop), SB_PENDING);
+	assert_int_equal(count_down(&l, 1), 0); /* releases the wait */
+	assert_int_equal(try_wait(&l), 0);
+	assert_int_equal(wait_poll(&f, &noop), 0);
+	wait_init(&f, &l);
+	assert_int_equal(wait_poll(&f, &noop), 0); /* open: ready on the first poll */
+	assert_int_equal(sb_latch_add(&l, 1), 0);
+	assert_int_equal(count_down(&l, 1), 0); /* nobody waits */
+	assert_int_equal(try_wait(&l), 0);
+	assert_int_equal(sb_latch_destroy(&l), 0);
+}
+
 static void slow_paths_called_directly_still_decide_rightly(void **state)
 {
 	(void)state;
@@ -345,6 +380,8 @@ static void slow_paths_called_directly_still_decide_rightly(void **state)
 	LOOKUP(event_is_set_slow, "sb_event_is_set_slow");
 	LOOKUP(auto_set_slow, "sb_auto_event_set_slow");
 	LOOKUP(auto_try_slow, "sb_auto_event_try_wait_slow");
+	int (*latch_count_down_slow)(sb_latch *, size_t);
+	LOOKUP(latch_count_down_slow, "sb_latch_count_down_slow");
 
 	/* An inline fast path may give up for any reason (a weak CAS fails
 	 * spuriously), so each slow path handles the uncontended case too. */
@@ -370,6 +407,13 @@ static void slow_paths_called_directly_still_decide_rightly(void **state)
 	assert_int_equal(auto_try_slow(&ae), -EAGAIN);
 	auto_set_slow(&ae);
 	assert_int_equal(auto_try_slow(&ae), 0);
+	sb_latch l;
+	assert_int_equal(sb_latch_init(&l, 2), 0);
+	assert_int_equal(latch_count_down_slow(&l, 0), 0);
+	assert_int_equal(latch_count_down_slow(&l, 3), -ERANGE);
+	assert_int_equal(latch_count_down_slow(&l, 1), 0);
+	assert_int_equal(latch_count_down_slow(&l, 1), 0);
+	assert_int_equal(sb_latch_try_wait(&l), 0);
 }
 
 int main(void)
@@ -383,6 +427,7 @@ int main(void)
 		cmocka_unit_test(exported_barrier_functions_arrive_release_and_lead_like_the_inline_ones),
 		cmocka_unit_test(exported_once_functions_run_wait_and_complete_like_the_inline_ones),
 		cmocka_unit_test(exported_rwlock_functions_share_exclude_and_hand_over_like_the_inline_ones),
+		cmocka_unit_test(exported_latch_functions_count_down_test_and_release_like_the_inline_ones),
 		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <syncband/barrier.h>
 #include <syncband/once.h>
 #include <syncband/rwlock.h>
+#include <syncband/latch.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

@@ -17,7 +17,7 @@
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
-// an event or an auto-reset event, sb::arrive_and_wait on a barrier, sb::poll
+// an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier, sb::poll
 // on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
 //     try_wait), so a free permit or mutex never suspends the coroutine.
@@ -667,6 +667,30 @@ private:
 inline barrier_wait_awaiter arrive_and_wait(sb_barrier &b) noexcept
 {
 	return barrier_wait_awaiter(b);
+}
+
+class latch_wait_awaiter : public detail::future_awaiter<sb_latch_wait> {
+public:
+	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(&sb_latch_wait_ops), l_(&l)
+	{
+	}
+	bool await_ready() noexcept { return sb_latch_try_wait(l_) == 0; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_latch_wait_init(&future_, l_);
+		return suspend(h);
+	}
+	void await_resume() noexcept {}
+
+private:
+	sb_latch *l_;
+};
+
+// co_await sb::wait(latch): resumes once the latch's count is zero.
+inline latch_wait_awaiter wait(sb_latch &l) noexcept
+{
+	return latch_wait_awaiter(l);
 }
 
 // Any syncband future the caller initialised (an sb_deadline, say), through

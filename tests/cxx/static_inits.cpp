@@ -12,6 +12,7 @@ static sb_auto_event aev = SB_AUTO_EVENT_INIT(0);
 static sb_barrier bar = SB_BARRIER_INIT(3);
 static sb_once once = SB_ONCE_INIT;
 static sb_rwlock rwl = SB_RWLOCK_INIT;
+static sb_latch lat = SB_LATCH_INIT(2);
 
 struct request {
 	int id;
@@ -28,6 +29,7 @@ int main()
 	sb_semaphore local_sem = SB_SEMAPHORE_INIT(0);
 	sb_event local_ev = SB_EVENT_INIT(0);
 	sb_barrier local_bar = SB_BARRIER_INIT(1);
+	sb_latch local_lat = SB_LATCH_INIT(0);
 	request r;
 	r.id = 7;
 	int ok = request_id(&r.task) == 7 && sb_semaphore_available(&sem) == 4 &&
@@ -36,6 +38,7 @@ int main()
 		 !sb_event_is_set(&local_ev) && sb_condvar_destroy(&cv) == 0 &&
 		 sb_barrier_destroy(&bar) == 0 && sb_barrier_wait_blocking(&local_bar, 0) == SB_BARRIER_LEADER &&
 		 !sb_once_is_done(&once) && sb_once_destroy(&once) == 0 &&
-		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1;
+		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1 &&
+		 sb_latch_count(&lat) == 2 && sb_latch_try_wait(&local_lat) == 0;
 	return ok ? 0 : 1;
 }

@@ -234,6 +234,35 @@ void event_waits_resume_after_sets_from_another_thread(void **)
 	assert_int_equal(sb_auto_event_try_wait(&ae), -EAGAIN); // the task took it
 }
 
+sb::task wait_latch(sb_latch &l, int &resumed)
+{
+	co_await sb::wait(l);
+	resumed++;
+}
+
+void a_latch_wait_resumes_once_counters_on_other_threads_reach_zero(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb_latch latch = SB_LATCH_INIT(2);
+	sb_latch open = SB_LATCH_INIT(0);
+	int resumed = 0;
+	l.spawn(wait_latch(open, resumed)); // ready in await_ready
+	l.spawn(wait_latch(latch, resumed));
+	l.run_ready();
+	assert_int_equal(resumed, 1); // the second suspended: the count is 2
+	int ra = 1, rb = 1;
+	std::thread a([&] { ra = sb_latch_count_down(&latch, 1); });
+	std::thread b([&] { rb = sb_latch_count_down(&latch, 1); });
+	run_until(l, d, [&] { return l.idle(); });
+	a.join();
+	b.join();
+	assert_int_equal(ra, 0);
+	assert_int_equal(rb, 0);
+	assert_int_equal(resumed, 2);
+	assert_int_equal(sb_latch_destroy(&latch), 0);
+}
+
 sb::task meet(sb_barrier &b, int &result, int &resumed)
 {
 	result = co_await sb::arrive_and_wait(b);
@@ -582,6 +611,7 @@ int main()
 		cmocka_unit_test(event_waits_resume_after_sets_from_another_thread),
 		cmocka_unit_test(barrier_parties_resume_once_the_last_arrives_and_one_is_told_it_leads),
 		cmocka_unit_test(destroying_a_task_waiting_at_a_barrier_withdraws_its_arrival),
+		cmocka_unit_test(a_latch_wait_resumes_once_counters_on_other_threads_reach_zero),
 		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
 		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
 		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),

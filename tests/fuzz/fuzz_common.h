@@ -122,6 +122,7 @@ static const char *fz_res_name(long long r)
 	case -EPERM: return "-EPERM";
 	case -EINVAL: return "-EINVAL";
 	case -EOVERFLOW: return "-EOVERFLOW";
+	case -ERANGE: return "-ERANGE";
 	case -ESHUTDOWN: return "-ESHUTDOWN";
 	case -ECANCELED: return "-ECANCELED";
 	case -ETIMEDOUT: return "-ETIMEDOUT";

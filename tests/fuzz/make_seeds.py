@@ -316,6 +316,55 @@ def rwlock_seeds():
     }
 
 
+# fuzz_latch.c amount(): 0..7 directly; bytes >= 192 pick by byte % 10.
+LATCH = {"MAX": 200, "MAX-1": 201, "SIZE_MAX": 192, "MAX/2+1": 193, "COUNT": 194,
+         "COUNT+1": 195, "100": 196, "MAX-COUNT": 197, "MAX-COUNT+1": 198, "33": 199}
+
+
+def L(n):
+    """The byte for a latch count or amount: 0..7 directly, else a special value by name."""
+    if isinstance(n, int) and 0 <= n < 8:
+        return n
+    return LATCH[str(n)]
+
+
+def latch_seeds():
+    return {
+        # A wait group reused: add before the work, count_down after it; an
+        # add on the open latch closes it again for later waits.
+        "wait-group-reuse": ([0, L(0)], [
+            ("ADD", L(2)), ("INIT", 0), ("POLL", 0, OWN_A), ("COUNT_DOWN", L(1)),
+            ("POLL", 0, OWN_A), ("COUNT_DOWN", L(1)), ("POLL", 0, OWN_A), ("ADD", L(1)),
+            ("INIT", 1), ("POLL", 1, SHARED1_A), ("TRY",), ("COUNT_DOWN", L(1)),
+            ("POLL", 1, SHARED1_A), ("POLL", 0, OWN_B)]),
+        # init past the maximum, count_down past the count, add past the
+        # maximum: refused, nothing changed; exactly up to it and back.
+        "bad-arguments": ([0, L("SIZE_MAX")], [
+            ("COUNT_DOWN", L("COUNT+1")), ("COUNT_DOWN", L("SIZE_MAX")), ("ADD", L("MAX")),
+            ("ADD", L("MAX-COUNT+1")), ("ADD", L("MAX-COUNT")), ("ADD", L(1)),
+            ("COUNT_DOWN", L("MAX")), ("TRY",), ("COUNT_DOWN", L(0)), ("ADD", L(0)),
+            ("COUNT_DOWN", L(1))]),
+        "destroy-while-registered": ([1, L(1)], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("DESTROY", 0, L(0)), ("BLOCKING",),
+            ("COUNT_DOWN", L(1)), ("DESTROY", 1, L(3)), ("INIT", 1), ("POLL", 1, OWN_A),
+            ("BLOCKING",), ("DESTROY", 0, L("SIZE_MAX"))]),
+        # More waits than one wake batch, some cancelled, the latch reopened.
+        "crowd": ([0, L(2)], [
+            ("CROWD", 33, SHARED1_A), ("COUNT_DOWN", L(1)), ("CANCEL_CROWD", 2),
+            ("CROWD", 33, OWN_A), ("COUNT_DOWN", L(1)), ("POLL_ALL", OWN_B), ("ADD", L(3)),
+            ("CROWD", 10, OWN_A), ("COUNT_DOWN", L("COUNT"))]),
+        # A released wait cancelled before its poll passes nothing on.
+        "cancel-after-release": ([0, L(1)], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, SHARED1_A),
+            ("COUNT_DOWN", L(1)), ("CANCEL", 0), ("POLL", 1, OWN_A), ("POLL", 0, OWN_A),
+            ("CANCEL", 1 | FREE)]),
+        "waker-replacement": ([0, L(1)], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("POLL", 0, OWN_B), ("POLL", 0, SHARED1_B),
+            ("POLL", 0, SHARED1_A), ("POLL", 0, SHARED1_A), ("COUNT_DOWN", L(1)),
+            ("POLL", 0, OWN_A)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -326,6 +375,7 @@ def main():
         "barrier": barrier_seeds(),
         "once": once_seeds(),
         "rwlock": rwlock_seeds(),
+        "latch": latch_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

@@ -56,21 +56,33 @@
  * waiters or not (barging).  The woken owner's next poll tries again
  * (mutex_retry): it takes the queue lock, with LOCKED too if the
  * mutex is free, and leaves the queue holding it; or it re-arms at the
- * front, with a new clone of its waker, noting when it first lost
- * (sb_mutex_lock.lost_since), as an unlock does for a head still woken from
- * the unlock before it (a barger passed it before it could try).
+ * front, with a new clone of its waker.
  *
- * Starvation: an unlock whose head lost its first race more than
- * SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to the head as in FIFO mode
- * (also to a WOKEN head: it finds SB_WAITER_GRANTED when it tries again) and
+ * Starvation: a waiter notes when it queued (sb_mutex_lock.queued_since,
+ * stamped by the first poll that decides to wait).  An unlock whose head
+ * queued more than SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to it as
+ * in FIFO mode (also to a WOKEN head: it finds SB_WAITER_GRANTED when it
+ * tries again) and
  * starts a handoff phase: the next unlocks hand off too, to every waiter
  * that was queued behind it then (handoff_left counts them down; the phase
  * also ends when the queue empties, a handoff or a cancel taking its last
  * waiter), so that the waiters queued behind the starving one drain in order
  * instead of each starving in turn - in a deep queue each would otherwise
  * wait for the bound after every one ahead of it.  Newcomers queue behind
- * and are not covered.  The clock is read only when a waiter has lost to a
- * barger.
+ * and are not covered; when the phase ends they are timed from its end
+ * (mutex_restart_clocks_locked), so that lockers get in between phases.
+ *
+ * Why from when it queued, and not from when it first lost at the front: a
+ * waiter behind the head loses every race the head loses.  Timed from its
+ * first loss, each head in turn could wait just under the bound and then
+ * get in by its own retry (on an executor, its task runs only once the
+ * barger's task, on the same thread, has finished), starting no phase, while
+ * the waiters behind it add up those waits: 128 tasks on 2 executor threads
+ * waited up to 30-100 ms.
+ *
+ * The clock is read by a first poll that waits, by a contended unlock with
+ * a head, and at the end of a phase (all slow paths that wake or sleep
+ * anyway); never in FIFO mode, nor on the uncontended paths.
  */
 static inline size_t mutex_load(const sb_mutex *m)
 {
@@ -138,28 +150,40 @@ static uint32_t mutex_queued_behind_locked(const sb_waiter *head)
 }
 
 /*
+ * Under the queue lock, a handoff phase ending with the handoff to `last`:
+ * the waiters behind it queued while the phase ran, and are timed from its
+ * end instead.  Otherwise a queue that takes longer than the bound to drain
+ * by handoffs (each one to a thread that must be woken) would go from one
+ * phase to the next and never let a running locker in: a convoy, 130 times
+ * slower with 1024 tasks pinned to 16 executor threads.
+ */
+static void mutex_restart_clocks_locked(const sb_waiter *last)
+{
+	if (!last->next)
+		return;
+	uint64_t now = sb__clock_now_ns();
+	for (sb_waiter *w = last->next; w; w = w->next)
+		SB_CONTAINER_OF(w, sb_mutex_lock, waiter)->queued_since = now;
+}
+
+/*
  * Under the queue lock: whether this unlock hands the mutex to `head`
  * instead of waking it, updating the handoff phase.
  */
-static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
+static bool mutex_hands_off_locked(sb_mutex *m, const sb_waiter *head)
 {
 	if (mutex_is_fifo(m))
 		return true;
-	sb_mutex_lock *f = SB_CONTAINER_OF(head, sb_mutex_lock, waiter);
-	/* A head still woken at this unlock was passed by the barger now
-	 * unlocking before it could try: it lost then, even if it is never
-	 * polled (its thread busy running that barger). */
-	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN && !f->lost_since;
 	if (m->handoff_left) {
-		m->handoff_left--; /* in a phase: every waiter it covers, in turn */
+		/* in a phase: every waiter it covers, in turn */
+		if (--m->handoff_left == 0)
+			mutex_restart_clocks_locked(head);
 		return true;
 	}
-	if (!f->lost_since && !passed)
-		return false; /* the common case: no clock read */
-	uint64_t now = sb__clock_now_ns();
-	if (passed)
-		f->lost_since = now ? now : 1;
-	if (now - f->lost_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	/* Woken or not, polled or not (its thread may be busy running the
+	 * barger): what counts is how long it has waited. */
+	const sb_mutex_lock *f = SB_CONTAINER_OF(head, sb_mutex_lock, waiter);
+	if (sb__clock_now_ns() - f->queued_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
 	m->handoff_left = mutex_queued_behind_locked(head);
 	return true;
@@ -255,6 +279,7 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
 	bool may_be_lone = sb_waiter_may_be_lone(node);
+	bool stamped = mutex_is_fifo(m); /* FIFO mode has no use for the time */
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
 	for (;;) {
@@ -265,12 +290,21 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 		size_t next;
 		if (!(state & SB_MUTEX_STATE_LOCKED)) {
 			next = state | SB_MUTEX_STATE_LOCKED; /* free: ours, waiters or not */
-		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
-			sb_waiter_prepare_lone(node, w, &clone);
-			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
-			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
-			next = sb_waitq_locked(state, 0);
+			if (!stamped) {
+				/* A plain write, read by unlockers under the queue
+				 * lock: published with the node by the CAS below (or
+				 * by the queue lock it takes). */
+				f->queued_since = sb__clock_now_ns();
+				stamped = true;
+			}
+			if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
+				sb_waiter_prepare_lone(node, w, &clone);
+				next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
+			} else {
+				sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
+				next = sb_waitq_locked(state, 0);
+			}
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
 		 * queue lock otherwise (see the diagram above); release, a lone
@@ -320,10 +354,6 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	}
 	/* A barger holds it: stay at the front, woken by the next unlock. */
 	assert(r == SB_WAITER_WOKEN);
-	if (!f->lost_since) {
-		uint64_t now = sb__clock_now_ns();
-		f->lost_since = now ? now : 1; /* 0 means "never lost" */
-	}
 	node->waker = clone;
 	sb_waiter_set_remaining_locked(node, 1);
 	sb_waitq_unlock(&m->q);

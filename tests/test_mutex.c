@@ -276,7 +276,12 @@ static void a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock(void **s
 
 /* --- eventually fair mode (the default) --- */
 
-/* The library's clock, moved by hand (src/clock.h). */
+/*
+ * The library's clock, moved by hand (src/clock.h), installed for every test
+ * (main): a waiter is timed from when it queued, so on the real clock a
+ * test descheduled for the bound between a queueing and an unlock would see
+ * a handoff where it expects a wake.
+ */
 static uint64_t fake_now = 1000;
 static uint64_t fake_clock(void)
 {
@@ -381,7 +386,6 @@ static void a_woken_waiter_that_loses_to_a_barger_stays_at_the_front(void **stat
 static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it(void **state)
 {
 	(void)state;
-	sb__clock_set(fake_clock);
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[2];
 	counting_waker c[2];
@@ -428,7 +432,6 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
 	assert_int_equal(atomic_load(&cl.live), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
-	sb__clock_set(NULL);
 }
 
 /*
@@ -439,7 +442,6 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound(void **state)
 {
 	(void)state;
-	sb__clock_set(fake_clock);
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
@@ -462,7 +464,79 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_t
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(atomic_load(&c[0].live), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
-	sb__clock_set(NULL);
+}
+
+/*
+ * The bound counts from when a waiter queued, not from when it first lost
+ * at the front: a waiter behind the head loses every race the head loses.
+ * Here the head gets in by its retry just inside the bound; the waiter
+ * behind it, which has waited as long, is handed the mutex by the first
+ * unlock that finds it at the front, never woken to race a barger.
+ */
+static void a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_on_reaching_the_front(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c); /* both queued at fake_now */
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0); /* a barger */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: woken again */
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(poll_with(&f[0], &c[0]), 0); /* the head gets in itself */
+	fake_now += 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[1] at the front, queued past the bound */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY); /* no barger passes it */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A queue that drains more slowly than the bound would otherwise go from one
+ * handoff phase to the next, every waiter in it having waited past the
+ * bound, and never let a running locker in (a convoy).  So a waiter that
+ * queued while a phase ran is timed from the phase's end.
+ */
+static void a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* a phase: to f[0], then f[1] */
+	assert_true(sb_mutex_is_locked(&m));
+	sb_mutex_lock late;
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_mutex_lock_init(&late, &m);
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during the phase */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1; /* a slow phase */
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the phase's last handoff */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	/* `late` has waited past the bound since it queued, but not since the
+	 * phase ended: woken, and a barger may pass it */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(atomic_load(&cl.wakes), 1);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(poll_with(&late, &cl), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(atomic_load(&cl.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
 }
 
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
@@ -732,10 +806,13 @@ int main(void)
 		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
 		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
+		cmocka_unit_test(a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_on_reaching_the_front),
+		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),
 		cmocka_unit_test(a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice),
 	};
+	sb__clock_set(fake_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

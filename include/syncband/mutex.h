@@ -13,12 +13,16 @@
  *     unlocks wake nobody.  The woken waiter tries again when it is polled;
  *     if a barger got there first it stays at the front of the queue and is
  *     woken by the next unlock.  Queued waiters keep their FIFO order.
- *   - Once the oldest waiter has lost the mutex to bargers for longer than
- *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it
- *     (it stays locked: nobody can barge until that waiter has run), and
- *     keeps handing it, in turn, to every waiter that was queued behind it
- *     then.  So no acquire waits much longer than about twice the bound plus
- *     the critical sections queued ahead of it.
+ *   - Once the oldest waiter has waited longer than
+ *     SB_MUTEX_FAIRNESS_BOUND_NS, counted from when it queued (woken or not),
+ *     unlock hands the mutex straight to it (it stays locked: nobody can
+ *     barge until that waiter has run), and keeps handing it, in turn, to
+ *     every waiter that was queued behind it then.  A waiter that queued
+ *     while such a handoff phase ran is timed from the phase's end, so that
+ *     a queue slower to drain than the bound does not turn into one phase
+ *     after another (a convoy).  So no acquire waits much longer than the
+ *     bound plus the handoffs (critical sections and wake-ups of their
+ *     holders) of about two phases.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000
@@ -68,8 +72,8 @@ extern "C" {
 #endif
 
 /*
- * How long the oldest waiter may lose the mutex to bargers before unlock
- * hands the mutex to it: 1 ms.  Long enough that a busy mutex hands off
+ * How long the oldest waiter may wait, from when it queued, before unlock
+ * hands the mutex to it rather than letting bargers pass it: 1 ms.  Long enough that a busy mutex hands off
  * rarely (a handoff to a waiter whose thread is not running costs a wake-up,
  * tens of microseconds on a loaded machine, and stalls every locker), short
  * enough to stay below a scheduler time slice and a request's latency
@@ -112,7 +116,7 @@ typedef struct sb_mutex {
 typedef struct sb_mutex_lock {
 	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_mutex *mutex;
-	uint64_t lost_since; /* when it first lost the mutex to a barger, or 0 */
+	uint64_t queued_since; /* when it queued (eventually fair mode) */
 	int status;
 } sb_mutex_lock;
 
@@ -176,7 +180,7 @@ SB_INLINE int sb_mutex_unlock(sb_mutex *m)
 SB_INLINE void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 {
 	f->mutex = m;
-	f->lost_since = 0;
+	f->queued_since = 0;
 	f->status = SB_FUTURE_IDLE;
 }
 

@@ -9,21 +9,21 @@
  *             not observed it yet)
  *   queue     FIFO of queued lock futures; in eventually fair mode the head
  *             may be "woken" (its waker spent), and each future remembers
- *             when it first lost the mutex to a barger
+ *             when it queued
  *   try_lock     locked: -EBUSY; else locked, 0 (in FIFO mode the mutex is
  *                never unlocked while futures are queued)
  *   unlock       not locked: -EPERM; nobody queued: unlocked; else hand the
  *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
- *                in a handoff phase, or the oldest lost more than the bound
- *                (a woken oldest that is still woken at this unlock lost now)
- *                ago (which starts a phase that hands it to every waiter
- *                then queued behind the oldest, in turn, ending early when
- *                the queue empties by a handoff or a cancel); else unlocked,
+ *                in a handoff phase, or the oldest has waited more than the
+ *                bound (from when it queued, or from the end of the phase it
+ *                queued during), which starts a phase that hands it to every
+ *                waiter then queued behind the oldest, in turn, ending early
+ *                when the queue empties by a handoff or a cancel; else unlocked,
  *                and the oldest woken unless it is already
- *   first poll   unlocked: lock, 0; else queue, SB_PENDING
+ *   first poll   unlocked: lock, 0; else queue (remembering when), SB_PENDING
  *   later poll   SB_PENDING while queued (waker replacement); a woken head
- *                takes a free mutex (0) or re-registers, remembering when it
- *                first lost; 0 once handed the mutex, and again on every later
+ *                takes a free mutex (0) or re-registers at the front; 0 once
+ *                handed the mutex, and again on every later
  *                poll; -ECANCELED after cancel
  *   cancel       queued: leave the queue (drop the waker; a woken head's is
  *                spent, and it passes the wake to the next if the mutex is
@@ -51,7 +51,7 @@ static struct {
 	bool fifo;
 	fz_queue q;
 	bool woken[FZ_NALL];
-	uint64_t lost_since[FZ_NALL];
+	uint64_t queued_since[FZ_NALL];
 	uint64_t now;
 	uint32_t phase; /* handoffs left in a handoff phase, 0 if none */
 } M;
@@ -64,27 +64,20 @@ static uint64_t model_clock(void)
 
 /* ------------------------------------------------------------- the model */
 
-/* Remembers that queued `s` lost the mutex now, unless it had already. */
-static void m_lost(int s)
-{
-	if (!M.lost_since[s])
-		M.lost_since[s] = M.now ? M.now : 1;
-}
-
 /* Whether letting go hands the mutex to the oldest waiter `h`. */
 static bool m_hands_off(int h)
 {
 	if (M.fifo)
 		return true;
-	if (M.woken[h]) /* passed before it could try */
-		m_lost(h);
 	if (M.phase) {
-		M.phase--; /* in a phase: every waiter it covers, in turn */
+		/* in a phase: every waiter it covers, in turn; those that queued
+		 * while it ran are timed from its end */
+		if (--M.phase == 0)
+			for (int i = 1; i < M.q.len; i++)
+				M.queued_since[M.q.q[i]] = M.now;
 		return true;
 	}
-	if (!M.lost_since[h])
-		return false;
-	if (M.now - M.lost_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	if (M.now - M.queued_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
 	M.phase = (uint32_t)(M.q.len - 1); /* the waiters behind h now */
 	return true;
@@ -137,7 +130,6 @@ static void lock_init(void *f, int s)
 {
 	sb_mutex_lock_init(f, mtx);
 	M.woken[s] = false;
-	M.lost_since[s] = 0;
 }
 
 static int first_poll(int s)
@@ -147,6 +139,7 @@ static int first_poll(int s)
 		return 0;
 	}
 	fz_q_push(&M.q, s);
+	M.queued_since[s] = M.now;
 	return SB_PENDING;
 }
 
@@ -162,8 +155,7 @@ static int queued_poll(int s, fz_wid w)
 		M.locked = true;
 		return 0;
 	}
-	m_lost(s); /* lost to a barger: at the front again */
-	fz_register(s, w);
+	fz_register(s, w); /* lost to a barger: at the front again */
 	return SB_PENDING;
 }
 

@@ -583,7 +583,11 @@ static void mtx6_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
-/* The model's clock, moved by the setup (src/clock.h). */
+/*
+ * The model's clock, moved by the setup (src/clock.h); installed for every
+ * scenario (main): a mutex waiter is timed from when it queued, and real time
+ * passing between a setup and its threads would change what an unlock does.
+ */
 static uint64_t model_now;
 static uint64_t model_clock(void)
 {
@@ -595,20 +599,18 @@ static uint64_t model_clock(void)
 static void mtx7_setup(void *p)
 {
 	mutex_ctx *c = p;
-	sb__clock_set(model_clock);
 	model_now = 1000;
 	mtx5_setup(p);
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
-/* The oldest waiter, woken, was passed by a barger more than the bound ago
- * and has not tried again: the holder's unlock hands it the mutex (it finds
+/* The oldest waiter, woken and passed by a barger, queued more than the
+ * bound ago and has not tried again: the holder's unlock hands it the mutex (it finds
  * it granted, with what the holder wrote) racing its own retry. */
 static void mtx10_setup(void *p)
 {
 	mutex_ctx *c = p;
-	sb__clock_set(model_clock);
 	model_now = 1000;
 	mtx3_setup(p);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* wakes f[0] */
@@ -632,7 +634,6 @@ static void mtx10_check(void *p)
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
-	sb__clock_set(NULL);
 }
 
 static void mtx7_check(void *p)
@@ -646,8 +647,30 @@ static void mtx7_check(void *p)
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
-	sb__clock_set(NULL);
 }
+/* Two queued more than the bound ago, neither ever woken: the holder's
+ * unlock hands the mutex to the first (timed from when it queued, not from a
+ * lost race), racing a barger that must never get in. */
+static void mtx11_setup(void *p)
+{
+	model_now = 1000;
+	mtx2_setup(p);
+	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+}
+static void mtx11_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(c->r[1] == -EBUSY);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
+	MODEL_CHECK(sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
 static void mtx3_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1452,6 +1475,8 @@ static const sb_model_scenario scenarios[] = {
 	  { mtx1_t1, mtx_barger }, mtx7_check },
 	{ "fair mutex: the handoff to a passed woken head racing its retry", 2, sizeof(mutex_ctx),
 	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
+	{ "fair mutex: the handoff to a never-woken waiter queued past the bound racing a barger",
+	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
 	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
@@ -1688,5 +1713,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
 		cmocka_unit_test(every_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
+	sb__clock_set(model_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

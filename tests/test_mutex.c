@@ -288,6 +288,25 @@ static uint64_t fake_clock(void)
 	return fake_now;
 }
 
+/* How often an unlock compares its head with the bound (src/mutex.c). */
+enum { UNLOCKS_PER_CHECK = 16 };
+
+/*
+ * The caller holds `m`: bargers give it back and take it again until an
+ * unlock hands it over (it stays locked).  Returns how many unlocks that
+ * took, or max + 1 (still held by the caller) if none of `max` did.
+ */
+static int unlocks_until_handed_over(sb_mutex *m, int max)
+{
+	for (int n = 1; n <= max; n++) {
+		assert_int_equal(sb_mutex_unlock(m), 0);
+		if (sb_mutex_is_locked(m))
+			return n;
+		assert_int_equal(sb_mutex_try_lock(m), 0);
+	}
+	return max + 1;
+}
+
 /* A mutex held by the caller with `n` lockers queued behind it. */
 static void hold_with_queued(sb_mutex *m, int n, sb_mutex_lock *f, counting_waker *c)
 {
@@ -392,16 +411,14 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 	hold_with_queued(&m, 2, f, c);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost at fake_now */
-	/* within the bound, bargers still pass it */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost */
+	/* within the bound, bargers still pass it, through two checks */
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_false(sb_mutex_is_locked(&m));
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING);
-	/* past it, unlock hands the mutex over and nobody barges */
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost again */
+	/* past it, an unlock hands the mutex over by the next check, and nobody barges */
 	fake_now += 1;
-	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_true(unlocks_until_handed_over(&m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
 	sb_mutex_lock late;
@@ -436,10 +453,10 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 
 /*
  * A woken waiter whose task is never polled (its thread busy running the
- * barger) still gets the mutex: an unlock that finds it still woken counts it
- * as passed, and once that is more than the bound ago, hands it the mutex.
+ * barger) still gets the mutex: once it has waited more than the bound, an
+ * unlock hands it the mutex, woken or not.
  */
-static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound(void **state)
+static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waited_the_bound(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
@@ -448,18 +465,37 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_t
 	hold_with_queued(&m, 1, f, c);
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[0] passed, at fake_now */
-	assert_false(sb_mutex_is_locked(&m));
-	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: still barging */
-	assert_false(sb_mutex_is_locked(&m));
-	fake_now += 1;
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* past it: handed over */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS; /* within the bound: still barging */
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
+	fake_now += 1; /* past it: handed over by the next check */
+	assert_true(unlocks_until_handed_over(&m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
 	assert_int_equal(atomic_load(&c[0].wakes), 1); /* woken once: no new wake */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A clock read costs as much as the rest of a contended unlock, so the head
+ * is compared with the bound at the first unlock that finds it and then at
+ * every 16th: past the bound, the 16th unlock after that first one hands the
+ * mutex over, and none before it.
+ */
+static void an_unlock_checks_the_head_at_the_first_unlock_that_finds_it_and_every_16th_after(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the first: checked, within the bound */
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), UNLOCKS_PER_CHECK);
 	assert_int_equal(poll_with(&f[0], &c[0]), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(atomic_load(&c[0].live), 0);
@@ -805,7 +841,8 @@ int main(void)
 		cmocka_unit_test(unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run),
 		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
-		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
+		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waited_the_bound),
+		cmocka_unit_test(an_unlock_checks_the_head_at_the_first_unlock_that_finds_it_and_every_16th_after),
 		cmocka_unit_test(a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_on_reaching_the_front),
 		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),

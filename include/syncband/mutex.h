@@ -17,7 +17,11 @@
  *     SB_MUTEX_FAIRNESS_BOUND_NS, counted from when it queued (woken or not),
  *     unlock hands the mutex straight to it (it stays locked: nobody can
  *     barge until that waiter has run), and keeps handing it, in turn, to
- *     every waiter that was queued behind it then.  A waiter that queued
+ *     every waiter that was queued behind it then.  (An unlock compares the
+ *     oldest waiter with the bound at the first unlock that finds it at the
+ *     front and at every 16th after, a clock read being as costly as the
+ *     rest of the unlock: the handoff may come up to 15 of the bargers'
+ *     critical sections late.)  A waiter that queued
  *     while such a handoff phase ran is timed from the phase's end, so that
  *     a queue slower to drain than the bound does not turn into one phase
  *     after another (a convoy).  So no acquire waits much longer than the
@@ -118,6 +122,7 @@ typedef struct sb_mutex_lock {
 	sb_mutex *mutex;
 	uint64_t queued_since; /* when it queued (eventually fair mode) */
 	int status;
+	uint32_t unlocks_at_front; /* contended unlocks that found it first */
 } sb_mutex_lock;
 
 /* Initialises an unlocked, eventually fair mutex.  Always returns 0. */

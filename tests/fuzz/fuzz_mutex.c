@@ -16,7 +16,8 @@
  *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
  *                in a handoff phase, or the oldest has waited more than the
  *                bound (from when it queued, or from the end of the phase it
- *                queued during), which starts a phase that hands it to every
+ *                queued during) as seen by the first unlock that finds it at
+ *                the front or every 16th after, which starts a phase that hands it to every
  *                waiter then queued behind the oldest, in turn, ending early
  *                when the queue empties by a handoff or a cancel; else unlocked,
  *                and the oldest woken unless it is already
@@ -52,6 +53,7 @@ static struct {
 	fz_queue q;
 	bool woken[FZ_NALL];
 	uint64_t queued_since[FZ_NALL];
+	uint32_t unlocks_at_front[FZ_NALL]; /* unlocks that found it first */
 	uint64_t now;
 	uint32_t phase; /* handoffs left in a handoff phase, 0 if none */
 } M;
@@ -77,6 +79,8 @@ static bool m_hands_off(int h)
 				M.queued_since[M.q.q[i]] = M.now;
 		return true;
 	}
+	if (M.unlocks_at_front[h]++ % 16 != 0)
+		return false; /* checked at the first and every 16th (src/mutex.c) */
 	if (M.now - M.queued_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
 	M.phase = (uint32_t)(M.q.len - 1); /* the waiters behind h now */
@@ -140,6 +144,7 @@ static int first_poll(int s)
 	}
 	fz_q_push(&M.q, s);
 	M.queued_since[s] = M.now;
+	M.unlocks_at_front[s] = 0;
 	return SB_PENDING;
 }
 

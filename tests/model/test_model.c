@@ -594,15 +594,31 @@ static uint64_t model_clock(void)
 	return model_now;
 }
 
-/* The first waiter lost to a barger more than the bound ago: the holder's
- * unlock (hand-off) racing a barger, which must never get in. */
+/*
+ * The holder (the setup) gives the mutex back and takes it again `n` times,
+ * as bargers do.  An unlock compares its head with the bound at the first
+ * unlock that finds it and every 16th after (src/mutex.c), so a setup
+ * barges until the scenario's unlock is one that checks.
+ */
+static void mutex_barge(mutex_ctx *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+		MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	}
+}
+
+/* The first waiter queued and lost to bargers more than the bound ago: the
+ * holder's unlock (hand-off) racing a barger, which must never get in. */
 static void mtx7_setup(void *p)
 {
 	mutex_ctx *c = p;
 	model_now = 1000;
-	mtx5_setup(p);
+	mtx5_setup(p); /* the first unlock that finds f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
+	mutex_barge(c, 15); /* wakes f[0] again, and 14 unlocks that do not */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost again */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
 /* The oldest waiter, woken and passed by a barger, queued more than the
@@ -617,6 +633,7 @@ static void mtx10_setup(void *p)
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* f[0] passed */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	mutex_barge(c, 14); /* the scenario's unlock is the 17th: it checks */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
 static void mtx10_t1(void *p)
@@ -640,7 +657,7 @@ static void mtx7_check(void *p)
 {
 	mutex_ctx *c = p;
 	MODEL_CHECK(c->r[1] == -EBUSY);
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 3);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
 	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);

@@ -58,32 +58,37 @@
  * mutex is free, and leaves the queue holding it; or it re-arms at the
  * front, with a new clone of its waker.
  *
- * Starvation: a waiter notes when it queued (sb_mutex_lock.queued_since,
- * stamped by the first poll that decides to wait).  An unlock whose head
- * queued more than SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to it as
- * in FIFO mode (also to a WOKEN head: it finds SB_WAITER_GRANTED when it
- * tries again) and
- * starts a handoff phase: the next unlocks hand off too, to every waiter
- * that was queued behind it then (handoff_left counts them down; the phase
- * also ends when the queue empties, a handoff or a cancel taking its last
- * waiter), so that the waiters queued behind the starving one drain in order
- * instead of each starving in turn - in a deep queue each would otherwise
- * wait for the bound after every one ahead of it.  Newcomers queue behind
- * and are not covered; when the phase ends they are timed from its end
- * (mutex_restart_clocks_locked), so that lockers get in between phases.
+ * Starvation: a waiter is timed (sb_mutex_lock.passed_since) from the
+ * first time a barger passes it: an unlock that finds the head still WOKEN
+ * (a barger took the mutex before the head could try), or a woken head that
+ * loses its retry, passes the whole queue, and starts the clock of every
+ * waiter not yet timed (mutex_time_passed_locked).  An unlock whose head was
+ * passed more than SB_MUTEX_FAIRNESS_BOUND_NS ago hands the mutex to it as in
+ * FIFO mode (also to a WOKEN head: it finds SB_WAITER_GRANTED when it tries
+ * again) and starts a handoff phase: the next unlocks hand off too, to every
+ * waiter that was queued behind it then (handoff_left counts them down; the
+ * phase also ends when the queue empties, a handoff or a cancel taking its
+ * last waiter), so that the waiters queued behind the starving one drain in
+ * order instead of each starving in turn - in a deep queue each would
+ * otherwise wait for the bound after every one ahead of it.  Newcomers queue
+ * behind, are not covered, and are not timed until a barger passes them
+ * after the phase: so lockers get in between phases, and a queue that
+ * drains by handoffs more slowly than the bound does not go from phase to
+ * phase (a convoy, 130 times slower with 1024 tasks on 16 pinned executor
+ * threads).  A queue served in order, nobody barging, is never timed.
  *
- * Why from when it queued, and not from when it first lost at the front: a
- * waiter behind the head loses every race the head loses.  Timed from its
- * first loss, each head in turn could wait just under the bound and then
- * get in by its own retry (on an executor, its task runs only once the
- * barger's task, on the same thread, has finished), starting no phase, while
- * the waiters behind it add up those waits: 128 tasks on 2 executor threads
+ * Why everyone at the first pass, and not each head when it first loses: a
+ * waiter behind the head loses every race the head loses.  Timed only as
+ * the head, each head in turn could wait just under the bound and then get
+ * in by its own retry (on an executor, its task runs only once the barger's
+ * task, on the same thread, has finished), starting no phase, while the
+ * waiters behind it added up those waits: 128 tasks on 2 executor threads
  * waited up to 30-100 ms.
  *
- * The clock is read by a first poll that waits, by every 16th contended
- * unlock that finds the same head (MUTEX_UNLOCKS_PER_CHECK), and at the end
- * of a phase (all slow paths that wake or sleep
- * anyway); never in FIFO mode, nor on the uncontended paths.
+ * The clock is read when a barger first passes a head or a head loses its
+ * first retry, and then at every 16th unlock that finds the same timed head
+ * (MUTEX_UNLOCKS_PER_CHECK); never in FIFO mode, nor in a queue served in
+ * order, nor on the uncontended paths.
  */
 static inline size_t mutex_load(const sb_mutex *m)
 {
@@ -150,29 +155,36 @@ static uint32_t mutex_queued_behind_locked(const sb_waiter *head)
 	return n;
 }
 
-/*
- * Under the queue lock, a handoff phase ending with the handoff to `last`:
- * the waiters behind it queued while the phase ran, and are timed from its
- * end instead.  Otherwise a queue that takes longer than the bound to drain
- * by handoffs (each one to a thread that must be woken) would go from one
- * phase to the next and never let a running locker in: a convoy, 130 times
- * slower with 1024 tasks pinned to 16 executor threads.
- */
-static void mutex_restart_clocks_locked(const sb_waiter *last)
+static sb_mutex_lock *mutex_lock_of(sb_waiter *w)
 {
-	if (!last->next)
-		return;
-	uint64_t now = sb__clock_now_ns();
-	for (sb_waiter *w = last->next; w; w = w->next)
-		SB_CONTAINER_OF(w, sb_mutex_lock, waiter)->queued_since = now;
+	return SB_CONTAINER_OF(w, sb_mutex_lock, waiter);
 }
 
 /*
- * A contended unlock compares its head with the bound at the first unlock
- * that finds that head and then at every 16th: a clock read costs about as
- * much as the rest of such an unlock (20 ns here), and on every one it made
- * a run of bargers 2.4 times slower (8 threads on 2 cores).  The price: a
- * head is handed the mutex up to 15 of the bargers' critical sections late.
+ * Under the queue lock, a barger having passed the head (and so everyone
+ * behind it): starts the clock of every waiter whose clock has not started.
+ * Those are the newest ones, a run at the tail, so the walk stops at the
+ * first timed one and times each waiter once.
+ */
+static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
+{
+	for (sb_waiter *w = m->q.tail; w; w = w->prev) {
+		sb_mutex_lock *f = mutex_lock_of(w);
+		if (f->passed_since)
+			return;
+		f->passed_since = now ? now : 1; /* 0 means "never passed" */
+		f->unlocks_at_front = 0;
+	}
+}
+
+/*
+ * An unlock compares a timed head with the bound at the first unlock that
+ * finds it timed and then at every 16th, timing newcomers as it goes: a
+ * clock read costs about as much as the rest of such an unlock (20 ns
+ * here), and on every one it made a run of bargers 2.4 times slower (8
+ * threads on 2 cores).  The price: a head is handed the mutex up to 15 of
+ * the bargers' critical sections late, and a newcomer is timed up to 15
+ * late.
  */
 static const uint32_t MUTEX_UNLOCKS_PER_CHECK = 16;
 
@@ -185,17 +197,24 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 	if (mutex_is_fifo(m))
 		return true;
 	if (m->handoff_left) {
-		/* in a phase: every waiter it covers, in turn */
-		if (--m->handoff_left == 0)
-			mutex_restart_clocks_locked(head);
+		m->handoff_left--; /* in a phase: every waiter it covers, in turn */
 		return true;
 	}
-	/* Woken or not, polled or not (its thread may be busy running the
-	 * barger): what counts is how long it has waited. */
-	sb_mutex_lock *f = SB_CONTAINER_OF(head, sb_mutex_lock, waiter);
-	if (f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0)
+	sb_mutex_lock *f = mutex_lock_of(head);
+	/* A head still woken at this unlock was passed by the barger now
+	 * unlocking before it could try, even if it is never polled (its
+	 * thread busy running that barger). */
+	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN;
+	bool first = !f->passed_since;
+	if (first && !passed)
+		return false; /* no barging seen: served in order, no clock read */
+	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0)
 		return false;
-	if (sb__clock_now_ns() - f->queued_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	uint64_t now = sb__clock_now_ns();
+	mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
+	if (first)
+		f->unlocks_at_front = 1; /* this unlock was its first check */
+	if (now - f->passed_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
 	m->handoff_left = mutex_queued_behind_locked(head);
 	return true;
@@ -291,7 +310,6 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
 	bool may_be_lone = sb_waiter_may_be_lone(node);
-	bool stamped = mutex_is_fifo(m); /* FIFO mode has no use for the time */
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
 	for (;;) {
@@ -302,22 +320,12 @@ static int mutex_lock_first_poll(sb_mutex_lock *f, const sb_waker *w)
 		size_t next;
 		if (!(state & SB_MUTEX_STATE_LOCKED)) {
 			next = state | SB_MUTEX_STATE_LOCKED; /* free: ours, waiters or not */
+		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
+			sb_waiter_prepare_lone(node, w, &clone);
+			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
-			if (!stamped) {
-				/* A plain write, read by unlockers under the queue
-				 * lock: published with the node by the CAS below (or
-				 * by the queue lock it takes). */
-				f->queued_since = sb__clock_now_ns();
-				f->unlocks_at_front = 0;
-				stamped = true;
-			}
-			if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
-				sb_waiter_prepare_lone(node, w, &clone);
-				next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
-			} else {
-				sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
-				next = sb_waitq_locked(state, 0);
-			}
+			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
+			next = sb_waitq_locked(state, 0);
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
 		 * queue lock otherwise (see the diagram above); release, a lone
@@ -367,6 +375,8 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	}
 	/* A barger holds it: stay at the front, woken by the next unlock. */
 	assert(r == SB_WAITER_WOKEN);
+	if (!f->passed_since)
+		mutex_time_passed_locked(m, sb__clock_now_ns());
 	node->waker = clone;
 	sb_waiter_set_remaining_locked(node, 1);
 	sb_waitq_unlock(&m->q);

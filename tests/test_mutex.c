@@ -453,10 +453,10 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 
 /*
  * A woken waiter whose task is never polled (its thread busy running the
- * barger) still gets the mutex: once it has waited more than the bound, an
- * unlock hands it the mutex, woken or not.
+ * barger) still gets the mutex: an unlock that finds it still woken counts it
+ * as passed, and once that is more than the bound ago, hands it the mutex.
  */
-static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waited_the_bound(void **state)
+static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
@@ -464,6 +464,9 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waite
 	counting_waker c[1];
 	hold_with_queued(&m, 1, f, c);
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[0] passed, at fake_now */
+	assert_false(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS; /* within the bound: still barging */
 	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
@@ -479,20 +482,21 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waite
 }
 
 /*
- * A clock read costs as much as the rest of a contended unlock, so the head
- * is compared with the bound at the first unlock that finds it and then at
- * every 16th: past the bound, the 16th unlock after that first one hands the
- * mutex over, and none before it.
+ * A clock read costs as much as the rest of a contended unlock, so a passed
+ * head is compared with the bound when it is first passed and then at every
+ * 16th unlock that finds it: past the bound, the 16th unlock after the pass
+ * hands the mutex over, and none before it.
  */
-static void an_unlock_checks_the_head_at_the_first_unlock_that_finds_it_and_every_16th_after(void **state)
+static void a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
 	hold_with_queued(&m, 1, f, c);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* the first: checked, within the bound */
-	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* passed: timed, checked */
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), UNLOCKS_PER_CHECK);
@@ -503,28 +507,53 @@ static void an_unlock_checks_the_head_at_the_first_unlock_that_finds_it_and_ever
 }
 
 /*
- * The bound counts from when a waiter queued, not from when it first lost
- * at the front: a waiter behind the head loses every race the head loses.
- * Here the head gets in by its retry just inside the bound; the waiter
- * behind it, which has waited as long, is handed the mutex by the first
- * unlock that finds it at the front, never woken to race a barger.
+ * A queue served in order is never timed: unlocks wake one head after the
+ * other and each takes the mutex, however long they all wait, and no clock
+ * decides anything.
  */
-static void a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_on_reaching_the_front(void **state)
+static void waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[3];
+	counting_waker c[3];
+	hold_with_queued(&m, 3, f, c);
+	for (int i = 0; i < 3; i++) {
+		fake_now += 10 * SB_MUTEX_FAIRNESS_BOUND_NS;
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+		assert_false(sb_mutex_is_locked(&m)); /* woken, not handed over */
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+	}
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live) + atomic_load(&c[2].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A barger that passes the head passes everyone behind it, so every waiter
+ * is timed from that first pass, not from when it itself first lost at the
+ * front: a waiter behind the head loses every race the head loses.  Here the
+ * head gets in by its retry just inside the bound; the waiter behind it,
+ * passed as long, is handed the mutex by the first unlock that finds it at
+ * the front, never woken to race a barger.
+ */
+static void a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[2];
 	counting_waker c[2];
-	hold_with_queued(&m, 2, f, c); /* both queued at fake_now */
+	hold_with_queued(&m, 2, f, c);
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
 	assert_int_equal(sb_mutex_try_lock(&m), 0); /* a barger */
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: both timed */
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: woken again */
 	assert_false(sb_mutex_is_locked(&m));
 	assert_int_equal(poll_with(&f[0], &c[0]), 0); /* the head gets in itself */
 	fake_now += 1;
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[1] at the front, queued past the bound */
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[1] at the front, passed past the bound */
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY); /* no barger passes it */
 	assert_int_equal(atomic_load(&c[1].wakes), 1);
@@ -537,17 +566,20 @@ static void a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_o
 
 /*
  * A queue that drains more slowly than the bound would otherwise go from one
- * handoff phase to the next, every waiter in it having waited past the
- * bound, and never let a running locker in (a convoy).  So a waiter that
- * queued while a phase ran is timed from the phase's end.
+ * handoff phase to the next and never let a running locker in (a convoy).
+ * So a waiter that queued while a phase ran is not timed until a barger
+ * passes it after the phase, however long the phase took.
  */
-static void a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end(void **state)
+static void a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[2];
 	counting_waker c[2];
 	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: both timed */
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* a phase: to f[0], then f[1] */
 	assert_true(sb_mutex_is_locked(&m));
@@ -561,13 +593,14 @@ static void a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end(vo
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* the phase's last handoff */
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(poll_with(&f[1], &c[1]), 0);
-	/* `late` has waited past the bound since it queued, but not since the
-	 * phase ended: woken, and a barger may pass it */
+	/* `late` has waited past the bound, but nobody has passed it: woken */
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_false(sb_mutex_is_locked(&m));
 	assert_int_equal(atomic_load(&cl.wakes), 1);
+	/* the first barger to pass it starts its clock, and gets in */
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
 	assert_int_equal(poll_with(&late, &cl), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
@@ -841,10 +874,11 @@ int main(void)
 		cmocka_unit_test(unlocks_do_not_wake_another_waiter_while_the_woken_one_has_not_run),
 		cmocka_unit_test(a_woken_waiter_that_loses_to_a_barger_stays_at_the_front),
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
-		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_it_has_waited_the_bound),
-		cmocka_unit_test(an_unlock_checks_the_head_at_the_first_unlock_that_finds_it_and_every_16th_after),
-		cmocka_unit_test(a_waiter_that_queued_longer_ago_than_the_bound_is_handed_the_mutex_on_reaching_the_front),
-		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_timed_from_its_end),
+		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
+		cmocka_unit_test(a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after),
+		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
+		cmocka_unit_test(a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front),
+		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),

@@ -596,8 +596,8 @@ static uint64_t model_clock(void)
 
 /*
  * The holder (the setup) gives the mutex back and takes it again `n` times,
- * as bargers do.  An unlock compares its head with the bound at the first
- * unlock that finds it and every 16th after (src/mutex.c), so a setup
+ * as bargers do.  An unlock compares a passed head with the bound when it is
+ * first passed and at every 16th unlock after (src/mutex.c), so a setup
  * barges until the scenario's unlock is one that checks.
  */
 static void mutex_barge(mutex_ctx *c, int n)
@@ -608,16 +608,16 @@ static void mutex_barge(mutex_ctx *c, int n)
 	}
 }
 
-/* The first waiter queued and lost to bargers more than the bound ago: the
- * holder's unlock (hand-off) racing a barger, which must never get in. */
+/* The first waiter lost to bargers more than the bound ago: the holder's
+ * unlock (hand-off) racing a barger, which must never get in. */
 static void mtx7_setup(void *p)
 {
 	mutex_ctx *c = p;
 	model_now = 1000;
 	mtx5_setup(p); /* the first unlock that finds f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
-	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
-	mutex_barge(c, 15); /* wakes f[0] again, and 14 unlocks that do not */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: timed */
+	mutex_barge(c, 16); /* wakes f[0] again, and 15 unlocks that do not */
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost again */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
@@ -633,7 +633,7 @@ static void mtx10_setup(void *p)
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* f[0] passed */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
-	mutex_barge(c, 14); /* the scenario's unlock is the 17th: it checks */
+	mutex_barge(c, 15); /* the scenario's unlock is the 16th after the pass */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
 static void mtx10_t1(void *p)
@@ -665,23 +665,25 @@ static void mtx7_check(void *p)
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
-/* Two queued more than the bound ago, neither ever woken: the holder's
- * unlock hands the mutex to the first (timed from when it queued, not from a
- * lost race), racing a barger that must never get in. */
+/* Two queued; a barger passed the first, timing both, more than the bound
+ * ago; the first got in by its retry.  The holder's unlock hands the mutex
+ * to the second, never woken, racing a barger that must never get in. */
 static void mtx11_setup(void *p)
 {
+	mutex_ctx *c = p;
 	model_now = 1000;
-	mtx2_setup(p);
+	mtx5_setup(p); /* wakes f[0] */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: both timed */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* within the bound: wakes f[0] */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0); /* holds it now */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
 static void mtx11_check(void *p)
 {
 	mutex_ctx *c = p;
 	MODEL_CHECK(c->r[1] == -EBUSY);
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
-	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
-	MODEL_CHECK(sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
 	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
@@ -1492,7 +1494,7 @@ static const sb_model_scenario scenarios[] = {
 	  { mtx1_t1, mtx_barger }, mtx7_check },
 	{ "fair mutex: the handoff to a passed woken head racing its retry", 2, sizeof(mutex_ctx),
 	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
-	{ "fair mutex: the handoff to a never-woken waiter queued past the bound racing a barger",
+	{ "fair mutex: the handoff to a never-woken waiter passed behind the head racing a barger",
 	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
 	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },

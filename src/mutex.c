@@ -189,6 +189,25 @@ static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 static const uint32_t MUTEX_UNLOCKS_PER_CHECK = 16;
 
 /*
+ * Under the queue lock, a head that a barger has passed (now, if `first`):
+ * whether it was passed longer ago than the bound, looking at the clock
+ * only when it is its turn (timing the newcomers then).  Out of line: the
+ * common unlock, a head nobody passed, then needs no more registers than it
+ * did before there was a clock (mutex/four-queued-waiters counts them).
+ */
+__attribute__((noinline)) static bool mutex_head_starves_locked(sb_mutex *m, sb_mutex_lock *f,
+								 bool first)
+{
+	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0)
+		return false;
+	uint64_t now = sb__clock_now_ns();
+	mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
+	if (first)
+		f->unlocks_at_front = 1; /* this unlock was its first check */
+	return now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS;
+}
+
+/*
  * Under the queue lock: whether this unlock hands the mutex to `head`
  * instead of waking it, updating the handoff phase.
  */
@@ -204,17 +223,10 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 	/* A head still woken at this unlock was passed by the barger now
 	 * unlocking before it could try, even if it is never polled (its
 	 * thread busy running that barger). */
-	bool passed = sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN;
 	bool first = !f->passed_since;
-	if (first && !passed)
-		return false; /* no barging seen: served in order, no clock read */
-	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0)
-		return false;
-	uint64_t now = sb__clock_now_ns();
-	mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
-	if (first)
-		f->unlocks_at_front = 1; /* this unlock was its first check */
-	if (now - f->passed_since <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	if (first && sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN)
+		return false; /* nobody barged past it: served in order, no clock */
+	if (!mutex_head_starves_locked(m, f, first))
 		return false;
 	m->handoff_left = mutex_queued_behind_locked(head);
 	return true;

@@ -276,11 +276,35 @@ static void a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock(void **s
 
 /* --- eventually fair mode (the default) --- */
 
-/* The library's clock, moved by hand (src/clock.h). */
+/*
+ * The library's clock, moved by hand (src/clock.h), installed for every test
+ * (main): a waiter is timed from when it queued, so on the real clock a
+ * test descheduled for the bound between a queueing and an unlock would see
+ * a handoff where it expects a wake.
+ */
 static uint64_t fake_now = 1000;
 static uint64_t fake_clock(void)
 {
 	return fake_now;
+}
+
+/* How often an unlock compares its head with the bound (src/mutex.c). */
+enum { UNLOCKS_PER_CHECK = 16 };
+
+/*
+ * The caller holds `m`: bargers give it back and take it again until an
+ * unlock hands it over (it stays locked).  Returns how many unlocks that
+ * took, or max + 1 (still held by the caller) if none of `max` did.
+ */
+static int unlocks_until_handed_over(sb_mutex *m, int max)
+{
+	for (int n = 1; n <= max; n++) {
+		assert_int_equal(sb_mutex_unlock(m), 0);
+		if (sb_mutex_is_locked(m))
+			return n;
+		assert_int_equal(sb_mutex_try_lock(m), 0);
+	}
+	return max + 1;
 }
 
 /* A mutex held by the caller with `n` lockers queued behind it. */
@@ -381,23 +405,20 @@ static void a_woken_waiter_that_loses_to_a_barger_stays_at_the_front(void **stat
 static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it(void **state)
 {
 	(void)state;
-	sb__clock_set(fake_clock);
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[2];
 	counting_waker c[2];
 	hold_with_queued(&m, 2, f, c);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost at fake_now */
-	/* within the bound, bargers still pass it */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost */
+	/* within the bound, bargers still pass it, through two checks */
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_false(sb_mutex_is_locked(&m));
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING);
-	/* past it, unlock hands the mutex over and nobody barges */
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost again */
+	/* past it, an unlock hands the mutex over by the next check, and nobody barges */
 	fake_now += 1;
-	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_true(unlocks_until_handed_over(&m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
 	sb_mutex_lock late;
@@ -428,15 +449,13 @@ static void once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_
 	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
 	assert_int_equal(atomic_load(&cl.live), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
-	sb__clock_set(NULL);
 }
 
-/* The first poll that waits starts the record of losing afresh (init leaves
- * it to that poll), so a reused future does not inherit its last one. */
+/* The first poll that waits starts the record of being passed afresh (init
+ * leaves it to that poll), so a reused future does not inherit its last one. */
 static void a_reused_lock_future_does_not_inherit_when_it_last_lost(void **state)
 {
 	(void)state;
-	sb__clock_set(fake_clock);
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f;
 	counting_waker c;
@@ -461,7 +480,6 @@ static void a_reused_lock_future_does_not_inherit_when_it_last_lost(void **state
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(atomic_load(&c.live), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
-	sb__clock_set(NULL);
 }
 
 /*
@@ -472,7 +490,6 @@ static void a_reused_lock_future_does_not_inherit_when_it_last_lost(void **state
 static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound(void **state)
 {
 	(void)state;
-	sb__clock_set(fake_clock);
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
@@ -481,13 +498,11 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_t
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[0] passed, at fake_now */
 	assert_false(sb_mutex_is_locked(&m));
-	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
 	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: still barging */
-	assert_false(sb_mutex_is_locked(&m));
-	fake_now += 1;
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* past it: handed over */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS; /* within the bound: still barging */
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
+	fake_now += 1; /* past it: handed over by the next check */
+	assert_true(unlocks_until_handed_over(&m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
 	assert_true(sb_mutex_is_locked(&m));
 	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY);
 	assert_int_equal(atomic_load(&c[0].wakes), 1); /* woken once: no new wake */
@@ -495,7 +510,133 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_t
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(atomic_load(&c[0].live), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
-	sb__clock_set(NULL);
+}
+
+/*
+ * A clock read costs as much as the rest of a contended unlock, so a passed
+ * head is compared with the bound when it is first passed and then at every
+ * 16th unlock that finds it: past the bound, the 16th unlock after the pass
+ * hands the mutex over, and none before it.
+ */
+static void a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* passed: timed, checked */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), UNLOCKS_PER_CHECK);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A queue served in order is never timed: unlocks wake one head after the
+ * other and each takes the mutex, however long they all wait, and no clock
+ * decides anything.
+ */
+static void waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[3];
+	counting_waker c[3];
+	hold_with_queued(&m, 3, f, c);
+	for (int i = 0; i < 3; i++) {
+		fake_now += 10 * SB_MUTEX_FAIRNESS_BOUND_NS;
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+		assert_false(sb_mutex_is_locked(&m)); /* woken, not handed over */
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+	}
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live) + atomic_load(&c[2].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A barger that passes the head passes everyone behind it, so every waiter
+ * is timed from that first pass, not from when it itself first lost at the
+ * front: a waiter behind the head loses every race the head loses.  Here the
+ * head gets in by its retry just inside the bound; the waiter behind it,
+ * passed as long, is handed the mutex by the first unlock that finds it at
+ * the front, never woken to race a barger.
+ */
+static void a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0); /* a barger */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: both timed */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* within the bound: woken again */
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(poll_with(&f[0], &c[0]), 0); /* the head gets in itself */
+	fake_now += 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* f[1] at the front, passed past the bound */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_try_lock(&m), -EBUSY); /* no barger passes it */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A queue that drains more slowly than the bound would otherwise go from one
+ * handoff phase to the next and never let a running locker in (a convoy).
+ * So a waiter that queued while a phase ran is not timed until a barger
+ * passes it after the phase, however long the phase took.
+ */
+static void a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2];
+	counting_waker c[2];
+	hold_with_queued(&m, 2, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: both timed */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* a phase: to f[0], then f[1] */
+	assert_true(sb_mutex_is_locked(&m));
+	sb_mutex_lock late;
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_mutex_lock_init(&late, &m);
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during the phase */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1; /* a slow phase */
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the phase's last handoff */
+	assert_true(sb_mutex_is_locked(&m));
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	/* `late` has waited past the bound, but nobody has passed it: woken */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(atomic_load(&cl.wakes), 1);
+	/* the first barger to pass it starts its clock, and gets in */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(poll_with(&late, &cl), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(atomic_load(&cl.live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
 }
 
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
@@ -766,10 +907,15 @@ int main(void)
 		cmocka_unit_test(once_the_oldest_waiter_has_lost_for_longer_than_the_bound_no_barger_passes_it),
 		cmocka_unit_test(a_reused_lock_future_does_not_inherit_when_it_last_lost),
 		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
+		cmocka_unit_test(a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after),
+		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
+		cmocka_unit_test(a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front),
+		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),
 		cmocka_unit_test(a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice),
 	};
+	sb__clock_set(fake_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,12 +13,23 @@
  *     unlocks wake nobody.  The woken waiter tries again when it is polled;
  *     if a barger got there first it stays at the front of the queue and is
  *     woken by the next unlock.  Queued waiters keep their FIFO order.
- *   - Once the oldest waiter has lost the mutex to bargers for longer than
- *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it
- *     (it stays locked: nobody can barge until that waiter has run), and
- *     keeps handing it, in turn, to every waiter that was queued behind it
- *     then.  So no acquire waits much longer than about twice the bound plus
- *     the critical sections queued ahead of it.
+ *   - A waiter is timed from the first time a barger passes it: a locker
+ *     that takes the mutex ahead of the woken oldest waiter passes every
+ *     queued waiter at once.  Once the oldest waiter has been passed for
+ *     longer than SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex
+ *     straight to it, woken or not (it stays locked: nobody can barge until
+ *     that waiter has run), and keeps handing it, in turn, to every waiter
+ *     that was queued behind it then.  Waiters that queue during such a
+ *     handoff phase are timed from the first barger that passes them after
+ *     it, so that a queue slower to drain than the bound does not turn into
+ *     one phase after another (a convoy).  A queue served in order, nobody
+ *     barging, is never timed.  (An unlock compares the oldest waiter with
+ *     the bound when it is first passed and at every 16th unlock after, a
+ *     clock read being as costly as the rest of the unlock: a handoff may
+ *     come up to 15 of the bargers' critical sections late.)  So no acquire
+ *     waits much longer, after bargers first pass it, than the bound plus
+ *     the handoffs (critical sections and wake-ups of their holders) of
+ *     about two phases.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000
@@ -68,8 +79,9 @@ extern "C" {
 #endif
 
 /*
- * How long the oldest waiter may lose the mutex to bargers before unlock
- * hands the mutex to it: 1 ms.  Long enough that a busy mutex hands off
+ * How long bargers may pass the oldest waiter (timed from the first barger
+ * that passed it) before unlock hands the mutex to it: 1 ms.  Long enough
+ * that a busy mutex hands off
  * rarely (a handoff to a waiter whose thread is not running costs a wake-up,
  * tens of microseconds on a loaded machine, and stalls every locker), short
  * enough to stay below a scheduler time slice and a request's latency
@@ -112,10 +124,11 @@ typedef struct sb_mutex {
 typedef struct sb_mutex_lock {
 	SB_ALIGNAS(16) sb_waiter waiter;
 	sb_mutex *mutex;
-	/* when it first lost the mutex to a barger, or 0 (set so by its first
-	 * poll that waits) */
-	uint64_t lost_since;
+	/* when a barger first passed it, or 0 (zeroed by its first poll that
+	 * waits) */
+	uint64_t passed_since;
 	int status;
+	uint32_t unlocks_at_front; /* unlocks that found it first, once timed */
 } sb_mutex_lock;
 
 /* Initialises an unlocked, eventually fair mutex.  Always returns 0. */
@@ -178,7 +191,7 @@ SB_INLINE int sb_mutex_unlock(sb_mutex *m)
 SB_INLINE void sb_mutex_lock_init(sb_mutex_lock *f, sb_mutex *m)
 {
 	f->mutex = m;
-	f->status = SB_FUTURE_IDLE; /* lost_since: set by a first poll that waits */
+	f->status = SB_FUTURE_IDLE; /* passed_since: zeroed by a first poll that waits */
 }
 
 /*

@@ -9,21 +9,25 @@
  *             not observed it yet)
  *   queue     FIFO of queued lock futures; in eventually fair mode the head
  *             may be "woken" (its waker spent), and each future remembers
- *             when it first lost the mutex to a barger
+ *             when a barger first passed it (passing the head passes
+ *             everyone queued: all not yet timed are timed then)
  *   try_lock     locked: -EBUSY; else locked, 0 (in FIFO mode the mutex is
  *                never unlocked while futures are queued)
  *   unlock       not locked: -EPERM; nobody queued: unlocked; else hand the
  *                oldest the mutex (woken, stays locked) if the mutex is FIFO,
- *                in a handoff phase, or the oldest lost more than the bound
- *                (a woken oldest that is still woken at this unlock lost now)
- *                ago (which starts a phase that hands it to every waiter
- *                then queued behind the oldest, in turn, ending early when
- *                the queue empties by a handoff or a cancel); else unlocked,
+ *                in a handoff phase, or the oldest was passed more than the
+ *                bound ago (a woken oldest still woken at this unlock is
+ *                passed now), as seen when it is first passed or at every
+ *                16th unlock after that finds it first, which starts a phase
+ *                that hands it to every waiter then queued behind the
+ *                oldest, in turn, ending early when the queue empties by a
+ *                handoff or a cancel; else unlocked,
  *                and the oldest woken unless it is already
  *   first poll   unlocked: lock, 0; else queue, SB_PENDING
  *   later poll   SB_PENDING while queued (waker replacement); a woken head
- *                takes a free mutex (0) or re-registers, remembering when it
- *                first lost; 0 once handed the mutex, and again on every later
+ *                takes a free mutex (0) or re-registers at the front (passed:
+ *                the queue is timed); 0 once
+ *                handed the mutex, and again on every later
  *                poll; -ECANCELED after cancel
  *   cancel       queued: leave the queue (drop the waker; a woken head's is
  *                spent, and it passes the wake to the next if the mutex is
@@ -51,7 +55,8 @@ static struct {
 	bool fifo;
 	fz_queue q;
 	bool woken[FZ_NALL];
-	uint64_t lost_since[FZ_NALL];
+	uint64_t passed_since[FZ_NALL]; /* 0: not timed */
+	uint32_t unlocks_at_front[FZ_NALL]; /* unlocks that found it first, once timed */
 	uint64_t now;
 	uint32_t phase; /* handoffs left in a handoff phase, 0 if none */
 } M;
@@ -64,11 +69,13 @@ static uint64_t model_clock(void)
 
 /* ------------------------------------------------------------- the model */
 
-/* Remembers that queued `s` lost the mutex now, unless it had already. */
-static void m_lost(int s)
+/* A barger passed the head: every queued waiter not yet timed is timed now. */
+static void m_time_passed(void)
 {
-	if (!M.lost_since[s])
-		M.lost_since[s] = M.now ? M.now : 1;
+	for (int i = M.q.len - 1; i >= 0 && !M.passed_since[M.q.q[i]]; i--) {
+		M.passed_since[M.q.q[i]] = M.now ? M.now : 1;
+		M.unlocks_at_front[M.q.q[i]] = 0;
+	}
 }
 
 /* Whether letting go hands the mutex to the oldest waiter `h`. */
@@ -76,15 +83,19 @@ static bool m_hands_off(int h)
 {
 	if (M.fifo)
 		return true;
-	if (M.woken[h]) /* passed before it could try */
-		m_lost(h);
 	if (M.phase) {
 		M.phase--; /* in a phase: every waiter it covers, in turn */
 		return true;
 	}
-	if (!M.lost_since[h])
+	bool first = !M.passed_since[h];
+	if (first && !M.woken[h]) /* a woken head still woken now was passed */
 		return false;
-	if (M.now - M.lost_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
+	if (!first && M.unlocks_at_front[h]++ % 16 != 0)
+		return false; /* checked when first passed and every 16th (src/mutex.c) */
+	m_time_passed();
+	if (first)
+		M.unlocks_at_front[h] = 1;
+	if (M.now - M.passed_since[h] <= SB_MUTEX_FAIRNESS_BOUND_NS)
 		return false;
 	M.phase = (uint32_t)(M.q.len - 1); /* the waiters behind h now */
 	return true;
@@ -137,7 +148,6 @@ static void lock_init(void *f, int s)
 {
 	sb_mutex_lock_init(f, mtx);
 	M.woken[s] = false;
-	M.lost_since[s] = 0;
 }
 
 static int first_poll(int s)
@@ -147,6 +157,7 @@ static int first_poll(int s)
 		return 0;
 	}
 	fz_q_push(&M.q, s);
+	M.passed_since[s] = 0;
 	return SB_PENDING;
 }
 
@@ -162,8 +173,9 @@ static int queued_poll(int s, fz_wid w)
 		M.locked = true;
 		return 0;
 	}
-	m_lost(s); /* lost to a barger: at the front again */
-	fz_register(s, w);
+	if (!M.passed_since[s])
+		m_time_passed(); /* lost to a barger: the queue was passed */
+	fz_register(s, w); /* at the front again */
 	return SB_PENDING;
 }
 

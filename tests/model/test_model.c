@@ -710,38 +710,57 @@ static void mtx6_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
-/* The model's clock, moved by the setup (src/clock.h). */
+/*
+ * The model's clock, moved by the setup (src/clock.h); installed for every
+ * scenario (main): a mutex waiter is timed from when it queued, and real time
+ * passing between a setup and its threads would change what an unlock does.
+ */
 static uint64_t model_now;
 static uint64_t model_clock(void)
 {
 	return model_now;
 }
 
-/* The first waiter lost to a barger more than the bound ago: the holder's
+/*
+ * The holder (the setup) gives the mutex back and takes it again `n` times,
+ * as bargers do.  An unlock compares a passed head with the bound when it is
+ * first passed and at every 16th unlock after (src/mutex.c), so a setup
+ * barges until the scenario's unlock is one that checks.
+ */
+static void mutex_barge(mutex_ctx *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+		MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	}
+}
+
+/* The first waiter lost to bargers more than the bound ago: the holder's
  * unlock (hand-off) racing a barger, which must never get in. */
 static void mtx7_setup(void *p)
 {
 	mutex_ctx *c = p;
-	sb__clock_set(model_clock);
 	model_now = 1000;
-	mtx5_setup(p);
+	mtx5_setup(p); /* the first unlock that finds f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
-	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: timed */
+	mutex_barge(c, 16); /* wakes f[0] again, and 15 unlocks that do not */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost again */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
-/* The oldest waiter, woken, was passed by a barger more than the bound ago
- * and has not tried again: the holder's unlock hands it the mutex (it finds
+/* The oldest waiter, woken and passed by a barger, queued more than the
+ * bound ago and has not tried again: the holder's unlock hands it the mutex (it finds
  * it granted, with what the holder wrote) racing its own retry. */
 static void mtx10_setup(void *p)
 {
 	mutex_ctx *c = p;
-	sb__clock_set(model_clock);
 	model_now = 1000;
 	mtx3_setup(p);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* wakes f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* f[0] passed */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	mutex_barge(c, 15); /* the scenario's unlock is the 16th after the pass */
 	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 }
 static void mtx10_t1(void *p)
@@ -759,22 +778,45 @@ static void mtx10_check(void *p)
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
-	sb__clock_set(NULL);
 }
 
 static void mtx7_check(void *p)
 {
 	mutex_ctx *c = p;
 	MODEL_CHECK(c->r[1] == -EBUSY);
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 3);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase hands on to f[1] */
 	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
-	sb__clock_set(NULL);
 }
+/* Two queued; a barger passed the first, timing both, more than the bound
+ * ago; the first got in by its retry.  The holder's unlock hands the mutex
+ * to the second, never woken, racing a barger that must never get in. */
+static void mtx11_setup(void *p)
+{
+	mutex_ctx *c = p;
+	model_now = 1000;
+	mtx5_setup(p); /* wakes f[0] */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: both timed */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* within the bound: wakes f[0] */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0); /* holds it now */
+	model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+}
+static void mtx11_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(c->r[1] == -EBUSY);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
 static void mtx3_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1608,6 +1650,8 @@ static const sb_model_scenario scenarios[] = {
 	  { mtx1_t1, mtx_barger }, mtx7_check },
 	{ "fair mutex: the handoff to a passed woken head racing its retry", 2, sizeof(mutex_ctx),
 	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
+	{ "fair mutex: the handoff to a never-woken waiter passed behind the head racing a barger",
+	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
 	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
@@ -1848,5 +1892,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
 		cmocka_unit_test(every_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
+	sb__clock_set(model_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -957,7 +957,7 @@ def instructions_only(args, pairs, unsupported, scenarios, rounds_of, started):
     print("syncband instructions per round (callgrind), %s, %s cores"
           % (info["cpu"] or info["machine"], info["cores"]))
     print("ratio = instructions / syncband's; R and 2R rounds differenced; "
-          "targets from bench/README.md")
+          "targets from bench/targets.toml")
     print()
     print_instruction_table(report, args.functions)
     print()
@@ -1135,7 +1135,7 @@ def main():
               % (mode_name, repeat, info["cpu"] or info["machine"], info["cores"],
                  info["kernel"]))
         print("ratio = median / syncband's median (above 1: syncband is faster); "
-              "rank 1 = fastest; targets from bench/README.md")
+              "rank 1 = fastest; targets from bench/targets.toml")
         print()
         print_table(report)
         if unsupported:

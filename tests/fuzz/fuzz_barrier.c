@@ -142,24 +142,7 @@ static const fz_model model = {
 	.describe = describe,
 };
 
-static bool slot_busy(int s)
-{
-	return fz_slot_busy(&model, s);
-}
-static void op_init(int s, uint8_t arg)
-{
-	(void)arg;
-	fz_init(&model, s);
-}
-static void op_poll(int s, fz_wid w)
-{
-	fz_poll(&model, s, w);
-}
-static void op_cancel(int s, bool free_it)
-{
-	fz_cancel(&model, s, free_it);
-}
-static const fz_slot_ops slot_ops = { slot_busy, op_init, op_poll, op_cancel };
+static const fz_slot_ops slot_ops = { .model = &model };
 
 static void op_blocking(void)
 {
@@ -223,16 +206,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t op = fz_byte(&in);
 		switch (ops[op % 15]) {
 		case OP_INIT:
-			op_init(fz_byte(&in) % FZ_NSLOTS, 0);
+			fz_init(&model, fz_byte(&in) % FZ_NSLOTS);
 			break;
 		case OP_POLL: {
 			int s = fz_byte(&in) % FZ_NSLOTS;
-			op_poll(s, fz_waker_choice(s, fz_byte(&in)));
+			fz_poll(&model, s, fz_waker_choice(s, fz_byte(&in)));
 			break;
 		}
 		case OP_CANCEL: {
 			uint8_t a = fz_byte(&in);
-			op_cancel(a % FZ_NSLOTS, a & 0x80);
+			fz_cancel(&model, a % FZ_NSLOTS, a & 0x80);
 			break;
 		}
 		case OP_BLOCKING:

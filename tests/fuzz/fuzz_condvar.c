@@ -383,7 +383,7 @@ static void op_crowd_init(int s, uint8_t kind)
 	op_init(s, kind);
 }
 
-static const fz_slot_ops slot_ops = { slot_active, op_crowd_init, op_poll, op_cancel };
+static const fz_slot_ops slot_ops = { NULL, slot_active, op_crowd_init, op_poll, op_cancel };
 
 /* ------------------------------------------------------------- the driver */
 

@@ -250,11 +250,43 @@ static inline void fz_reset_slots(void)
 
 /* A fuzzer's own calls on one slot, for the bulk operations. */
 typedef struct fz_slot_ops {
-	bool (*busy)(int s);                 /* skip it in a crowd */
-	void (*init)(int s, uint8_t arg);    /* a fresh future; `arg` as the crowd's */
-	void (*poll)(int s, fz_wid w);
-	void (*cancel)(int s, bool free_it);
+	const fz_model *model;               /* what the NULL steps below act on */
+	bool (*busy)(int s);                 /* skip it in a crowd; NULL: fz_slot_busy */
+	void (*init)(int s, uint8_t arg);    /* a fresh future; `arg` as the crowd's; NULL: fz_init */
+	void (*poll)(int s, fz_wid w);       /* NULL: fz_poll */
+	void (*cancel)(int s, bool free_it); /* NULL: fz_cancel */
 } fz_slot_ops;
+
+/* A driver whose slots need nothing beyond the lifecycle model leaves the
+ * steps NULL: { .model = &model }. */
+static inline bool fz_ops_busy(const fz_slot_ops *o, int s)
+{
+	return o->busy ? o->busy(s) : fz_slot_busy(o->model, s);
+}
+
+static inline void fz_ops_init(const fz_slot_ops *o, int s, uint8_t arg)
+{
+	if (o->init)
+		o->init(s, arg);
+	else
+		fz_init(o->model, s);
+}
+
+static inline void fz_ops_poll(const fz_slot_ops *o, int s, fz_wid w)
+{
+	if (o->poll)
+		o->poll(s, w);
+	else
+		fz_poll(o->model, s, w);
+}
+
+static inline void fz_ops_cancel(const fz_slot_ops *o, int s, bool free_it)
+{
+	if (o->cancel)
+		o->cancel(s, free_it);
+	else
+		fz_cancel(o->model, s, free_it);
+}
 
 /* Initialises and polls crowd slots [0, k): enough of them to need more
  * than one wake batch. */
@@ -262,24 +294,23 @@ static inline void fz_crowd(const fz_slot_ops *o, int k, uint8_t arg, uint8_t wb
 {
 	for (int i = 0; i < k; i++) {
 		int s = FZ_NSLOTS + i;
-		if (o->busy(s))
+		if (fz_ops_busy(o, s))
 			continue;
-		o->init(s, arg);
-		o->poll(s, fz_waker_choice(s, wbyte));
+		fz_ops_init(o, s, arg);
+		fz_ops_poll(o, s, fz_waker_choice(s, wbyte));
 	}
 }
 
-/* Cancels the crowd, oldest or newest first, freeing the futures or not. */
 static inline void fz_cancel_crowd(const fz_slot_ops *o, uint8_t how)
 {
 	for (int i = 0; i < FZ_NCROWD; i++)
-		o->cancel((how & 1) ? FZ_NALL - 1 - i : FZ_NSLOTS + i, how & 2);
+		fz_ops_cancel(o, (how & 1) ? FZ_NALL - 1 - i : FZ_NSLOTS + i, how & 2);
 }
 
 static inline void fz_poll_all(const fz_slot_ops *o, uint8_t wbyte)
 {
 	for (int s = 0; s < FZ_NALL; s++)
-		o->poll(s, fz_waker_choice(s, wbyte));
+		fz_ops_poll(o, s, fz_waker_choice(s, wbyte));
 }
 
 /* The end of an input: every future cancelled and freed, no clone left. */
@@ -287,7 +318,7 @@ static inline void fz_cancel_all(const fz_slot_ops *o)
 {
 	fz_in_final = true;
 	for (int s = 0; s < FZ_NALL; s++)
-		o->cancel(s, true);
+		fz_ops_cancel(o, s, true);
 	fz_check_no_live_wakers();
 }
 

@@ -175,7 +175,7 @@ static void op_cancel(int s, bool free_it)
 	step_end();
 }
 
-static const fz_slot_ops slot_ops = { slot_busy, op_init, op_poll, op_cancel };
+static const fz_slot_ops slot_ops = { NULL, slot_busy, op_init, op_poll, op_cancel };
 
 static void op_complete(void)
 {

@@ -292,7 +292,7 @@ static void op_cancel(int s, bool free_it)
 	fz_cancel(&model, s, free_it);
 }
 
-static const fz_slot_ops slot_ops = { slot_busy, op_init, op_poll, op_cancel };
+static const fz_slot_ops slot_ops = { NULL, slot_busy, op_init, op_poll, op_cancel };
 
 static void op_try(int kind)
 {

@@ -17,7 +17,8 @@
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
-// an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier, sb::poll
+// an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
+// sb::call_once on a once, sb::poll
 // on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
 //     try_wait), so a free permit or mutex never suspends the coroutine.
@@ -691,6 +692,76 @@ private:
 inline latch_wait_awaiter wait(sb_latch &l) noexcept
 {
 	return latch_wait_awaiter(l);
+}
+
+// The job of running a once's initialiser, held by the coroutine that was
+// told to run it: complete() reports success; fail(), or going out of scope
+// without either, reports failure, and the job passes to the next waiter.
+// Empty (false) when the once was done.  Move-only.
+class once_job {
+public:
+	once_job() noexcept = default;
+	// Adopts the job the caller holds on `o` (told SB_ONCE_RUN).
+	explicit once_job(sb_once &o) noexcept : o_(&o) {}
+	once_job(once_job &&other) noexcept : o_(std::exchange(other.o_, nullptr)) {}
+	once_job &operator=(once_job &&other) noexcept
+	{
+		if (this != &other) {
+			fail();
+			o_ = std::exchange(other.o_, nullptr);
+		}
+		return *this;
+	}
+	once_job(const once_job &) = delete;
+	once_job &operator=(const once_job &) = delete;
+	~once_job() { fail(); }
+
+	// True when this coroutine must run the initialiser.
+	explicit operator bool() const noexcept { return o_ != nullptr; }
+	// The initialiser succeeded: every waiter and later caller sees it done.
+	void complete() noexcept
+	{
+		if (o_)
+			sb_once_complete(std::exchange(o_, nullptr));
+	}
+	void fail() noexcept
+	{
+		if (o_)
+			sb_once_fail(std::exchange(o_, nullptr));
+	}
+
+private:
+	sb_once *o_ = nullptr;
+};
+
+class once_wait_awaiter : public detail::future_awaiter<sb_once_wait> {
+public:
+	explicit once_wait_awaiter(sb_once &o) noexcept : future_awaiter(&sb_once_wait_ops), o_(&o) {}
+	// Done already: one acquire load, and the initialiser's writes are
+	// visible.
+	bool await_ready() noexcept { return sb_once_is_done(o_); }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_once_wait_init(&future_, o_);
+		return suspend(h);
+	}
+	once_job await_resume() noexcept
+	{
+		return result_ == SB_ONCE_RUN ? once_job(*o_) : once_job();
+	}
+
+private:
+	sb_once *o_;
+};
+
+// co_await sb::call_once(once): an empty sb::once_job once the initialiser
+// has succeeded (now or earlier), or a job that this coroutine must run and
+// then complete() (or fail, passing it on).  A coroutine destroyed while it
+// waits leaves the queue, passing on a job it was handed but never saw.
+inline once_wait_awaiter call_once(sb_once &o) noexcept
+{
+	return once_wait_awaiter(o);
 }
 
 // Any syncband future the caller initialised (an sb_deadline, say), through

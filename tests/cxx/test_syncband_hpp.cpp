@@ -263,6 +263,45 @@ void a_latch_wait_resumes_once_counters_on_other_threads_reach_zero(void **)
 	assert_int_equal(sb_latch_destroy(&latch), 0);
 }
 
+// Runs the initialiser when told to: `succeed` says whether it works.
+sb::task run_once(sb_once &o, int &payload, bool succeed, int &ran, int &saw)
+{
+	sb::once_job job = co_await sb::call_once(o);
+	if (job) {
+		ran++;
+		co_await sb::yield(); // the others queue meanwhile
+		if (!succeed)
+			co_return; // the job's destructor reports the failure
+		payload = 42;
+		job.complete();
+	}
+	saw = payload;
+}
+
+void a_once_runs_its_initialiser_in_one_coroutine_and_passes_the_job_on_when_it_fails(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb_once o = SB_ONCE_INIT;
+	int payload = 0, ran = 0;
+	int saw[3] = { -1, -1, -1 };
+	l.spawn(run_once(o, payload, false, ran, saw[0])); // fails: the job moves on
+	l.spawn(run_once(o, payload, true, ran, saw[1]));
+	l.spawn(run_once(o, payload, true, ran, saw[2]));
+	run_until(l, d, [&] { return l.idle(); });
+	assert_int_equal(ran, 2); // the failed runner, then the next waiter
+	assert_int_equal(saw[0], -1); // the failed one saw nothing
+	assert_int_equal(saw[1], 42);
+	assert_int_equal(saw[2], 42);
+	assert_true(sb_once_is_done(&o));
+	int late = -1;
+	l.spawn(run_once(o, payload, true, ran, late)); // done: ready at once
+	run_until(l, d, [&] { return l.idle(); });
+	assert_int_equal(ran, 2);
+	assert_int_equal(late, 42);
+	assert_int_equal(sb_once_destroy(&o), 0);
+}
+
 sb::task meet(sb_barrier &b, int &result, int &resumed)
 {
 	result = co_await sb::arrive_and_wait(b);
@@ -612,6 +651,7 @@ int main()
 		cmocka_unit_test(barrier_parties_resume_once_the_last_arrives_and_one_is_told_it_leads),
 		cmocka_unit_test(destroying_a_task_waiting_at_a_barrier_withdraws_its_arrival),
 		cmocka_unit_test(a_latch_wait_resumes_once_counters_on_other_threads_reach_zero),
+		cmocka_unit_test(a_once_runs_its_initialiser_in_one_coroutine_and_passes_the_job_on_when_it_fails),
 		cmocka_unit_test(destroying_a_suspended_task_returns_a_granted_permit),
 		cmocka_unit_test(destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued),
 		cmocka_unit_test(destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on),

@@ -1116,3 +1116,53 @@ sb_model_result sb_model_random_weak(const sb_model_scenario *s, unsigned seed, 
 {
 	return random_runs(s, true, seed, runs, stale_reads);
 }
+
+bool sb_model_explore_all(const sb_model_scenario *set, size_t n, int preemptions,
+			  int stale_reads, long limit)
+{
+	bool weak = stale_reads >= 0;
+	bool ok = true;
+	long total = 0;
+	int ran = 0;
+	for (size_t i = 0; i < n; i++) {
+		sb_model_result r = weak ? sb_model_explore_weak(&set[i], preemptions, stale_reads, limit)
+					 : sb_model_explore(&set[i], preemptions, limit);
+		if (r.filtered)
+			continue;
+		if (weak)
+			printf("weak: %-79s %8ld schedules, %7ld read a stale value%s\n", set[i].name,
+			       r.executions, r.stale, r.complete ? "" : " [limit reached]");
+		else
+			printf("explored %-76s %8ld schedules (deepest %ld choices)%s\n", set[i].name,
+			       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
+		if (!r.complete || r.executions <= 1) {
+			printf("FAILED: %s: %s\n", set[i].name,
+			       r.failed     ? r.failure
+			       : r.complete ? "explored one schedule: nothing races"
+					    : "did not finish within the limit");
+			ok = false;
+		}
+		total += r.executions;
+		ran++;
+	}
+	if (ran)
+		printf("%s %ld schedules in all\n", weak ? "weak:" : "explored", total);
+	return ok;
+}
+
+bool sb_model_random_all(const sb_model_scenario *set, size_t n, unsigned seed, long runs,
+			 int stale_reads)
+{
+	bool ok = true;
+	for (size_t i = 0; i < n; i++) {
+		sb_model_result r = stale_reads >= 0
+					    ? sb_model_random_weak(&set[i], seed, runs, stale_reads)
+					    : sb_model_random(&set[i], seed, runs);
+		if (!r.filtered && r.executions != runs) {
+			printf("FAILED: %s ran %ld of %ld random schedules\n", set[i].name,
+			       r.executions, runs);
+			ok = false;
+		}
+	}
+	return ok;
+}

@@ -65,6 +65,19 @@ sb_model_result sb_model_random_weak(const sb_model_scenario *s, unsigned seed, 
 				     int stale_reads);
 
 /*
+ * A program's whole set of `n` scenarios: explored (under sequential
+ * consistency when stale_reads < 0, else under the weak model), printing each
+ * one's schedule count and the total; or `runs` random schedules each.  False,
+ * with the scenario named, when one did not finish within `limit` or explored a
+ * single schedule (nothing raced), or ran fewer random schedules.  Scenarios
+ * left out by SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay are skipped.
+ */
+bool sb_model_explore_all(const sb_model_scenario *set, size_t n, int preemptions,
+			  int stale_reads, long limit);
+bool sb_model_random_all(const sb_model_scenario *set, size_t n, unsigned seed, long runs,
+			 int stale_reads);
+
+/*
  * How many atomic operations the library has performed so far (every call
  * of the hook, scheduled or not): for tests that count a path's atomics.
  */

@@ -1701,37 +1701,11 @@ static const sb_model_scenario scenarios[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/*
- * Explores every scenario in `set`: under sequential consistency when
- * stale_reads < 0, else under the weak model.  Prints the schedule counts.
- */
+/* Every scenario in `set`, printing the schedule counts (sb_model_explore_all). */
 static void explore_all(const sb_model_scenario *set, size_t n, int preemptions,
 			int stale_reads)
 {
-	long total = 0;
-	int ran = 0;
-	for (size_t i = 0; i < n; i++) {
-		sb_model_result r =
-			stale_reads < 0
-				? sb_model_explore(&set[i], preemptions, LIMIT)
-				: sb_model_explore_weak(&set[i], preemptions, stale_reads, LIMIT);
-		if (r.filtered) /* SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay */
-			continue;
-		if (stale_reads < 0)
-			printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n",
-			       set[i].name, r.executions, r.max_choices,
-			       r.complete ? "" : " [limit reached]");
-		else
-			printf("weak: %-71s %8ld schedules, %7ld read a stale value%s\n",
-			       set[i].name, r.executions, r.stale,
-			       r.complete ? "" : " [limit reached]");
-		assert_true(r.complete);
-		assert_true(r.executions > 1);
-		total += r.executions;
-		ran++;
-	}
-	if (ran)
-		printf("%s %ld schedules in all\n", stale_reads < 0 ? "explored" : "weak:", total);
+	assert_true(sb_model_explore_all(set, n, preemptions, stale_reads, LIMIT));
 }
 
 static int weak_preemptions(void)
@@ -1761,12 +1735,8 @@ static void every_scenario_holds_under_the_weak_model_with_bounded_stale_reads(v
 static void every_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < COUNT(scenarios); i++) {
-		sb_model_result r = sb_model_random_weak(&scenarios[i], SEED, RANDOM_RUNS,
-							 WEAK_RANDOM_STALE_READS);
-		if (!r.filtered)
-			assert_int_equal(r.executions, RANDOM_RUNS);
-	}
+	assert_true(sb_model_random_all(scenarios, COUNT(scenarios), SEED, RANDOM_RUNS,
+					WEAK_RANDOM_STALE_READS));
 	printf("random, weak: %d schedules per scenario from seed %d, %d stale reads each\n",
 	       RANDOM_RUNS, SEED, WEAK_RANDOM_STALE_READS);
 }
@@ -1869,11 +1839,7 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 static void every_scenario_holds_over_random_schedules(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < COUNT(scenarios); i++) {
-		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
-		if (!r.filtered)
-			assert_int_equal(r.executions, RANDOM_RUNS);
-	}
+	assert_true(sb_model_random_all(scenarios, COUNT(scenarios), SEED, RANDOM_RUNS, -1));
 	printf("random: %d schedules per scenario from seed %d\n", RANDOM_RUNS, SEED);
 }
 

@@ -383,39 +383,14 @@ static const sb_model_scenario scenarios[] = {
 /* Under sequential consistency when stale_reads < 0, else the weak model. */
 static void explore_all(int preemptions, int stale_reads)
 {
-	long total = 0;
-	for (size_t i = 0; i < COUNT(scenarios); i++) {
-		sb_model_result r =
-			stale_reads < 0
-				? sb_model_explore(&scenarios[i], preemptions, LIMIT)
-				: sb_model_explore_weak(&scenarios[i], preemptions, stale_reads, LIMIT);
-		if (r.filtered) /* SB_MODEL_SCENARIO, SB_MODEL_MEMORY or a replay */
-			continue;
-		if (stale_reads < 0)
-			printf("explored %-76s %8ld schedules (deepest %ld choices)%s\n",
-			       scenarios[i].name, r.executions, r.max_choices,
-			       r.complete ? "" : " [limit reached]");
-		else
-			printf("weak: %-79s %8ld schedules, %7ld read a stale value%s\n",
-			       scenarios[i].name, r.executions, r.stale,
-			       r.complete ? "" : " [limit reached]");
-		assert_true(r.complete);
-		assert_true(r.executions > 1);
-		total += r.executions;
-	}
-	printf("%s %ld schedules in all\n", stale_reads < 0 ? "explored" : "weak:", total);
+	assert_true(sb_model_explore_all(scenarios, COUNT(scenarios), preemptions, stale_reads,
+					 LIMIT));
 }
 
 static void random_all(int stale_reads)
 {
-	for (size_t i = 0; i < COUNT(scenarios); i++) {
-		sb_model_result r =
-			stale_reads < 0
-				? sb_model_random(&scenarios[i], SEED, RANDOM_RUNS)
-				: sb_model_random_weak(&scenarios[i], SEED, RANDOM_RUNS, stale_reads);
-		if (!r.filtered)
-			assert_int_equal(r.executions, RANDOM_RUNS);
-	}
+	assert_true(sb_model_random_all(scenarios, COUNT(scenarios), SEED, RANDOM_RUNS,
+					stale_reads));
 }
 
 static void every_latch_scenario_holds_over_all_schedules_with_four_preemptions(void **state)

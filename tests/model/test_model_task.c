@@ -468,25 +468,15 @@ static const sb_model_scenario scenarios[] = {
 static void every_task_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
 	(void)state;
-	long total = 0;
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_explore(&scenarios[i], PREEMPTIONS, LIMIT);
-		printf("explored %-68s %8ld schedules (deepest %ld choices)%s\n", scenarios[i].name,
-		       r.executions, r.max_choices, r.complete ? "" : " [limit reached]");
-		assert_true(r.complete);
-		assert_true(r.executions > 1);
-		total += r.executions;
-	}
-	printf("explored %ld schedules in all\n", total);
+	assert_true(sb_model_explore_all(scenarios, sizeof(scenarios) / sizeof(scenarios[0]),
+					 PREEMPTIONS, -1, LIMIT));
 }
 
 static void every_task_scenario_holds_over_random_schedules(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		sb_model_result r = sb_model_random(&scenarios[i], SEED, RANDOM_RUNS);
-		assert_int_equal(r.executions, RANDOM_RUNS);
-	}
+	assert_true(sb_model_random_all(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), SEED,
+					RANDOM_RUNS, -1));
 	printf("random: %d schedules per scenario from seed %d\n", RANDOM_RUNS, SEED);
 }
 

@@ -84,11 +84,8 @@ enum sb_lone_cancel sb_waitq_cancel_lone(sb_waitq *q, sb_waiter *w, size_t keep,
 		return SB_CANCEL_DETACHED;
 	}
 	sb_waitq_lock_lone(q, 0);
-	if (sb_waitq_cancel_locked(q, w, remaining, waker))
-		return SB_CANCEL_UNLINKED;
-	sb_waitq_unlock(q);
-	sb_waker_drop_if(*waker);
-	return SB_CANCEL_DETACHED;
+	return sb_waitq_cancel_or_unlock(q, w, remaining, waker) ? SB_CANCEL_UNLINKED
+								 : SB_CANCEL_DETACHED;
 }
 
 void sb_waitq_flush_lone(sb_waitq *q, sb_wake_batch *b)

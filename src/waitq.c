@@ -103,11 +103,7 @@ bool sb_waitq_lock_for_cancel(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_w
 		return false;
 	}
 	sb_waitq_lock(q, 0);
-	if (sb_waitq_cancel_locked(q, w, remaining, waker))
-		return true;
-	sb_waitq_unlock(q);
-	sb_waker_drop_if(*waker);
-	return false;
+	return sb_waitq_cancel_or_unlock(q, w, remaining, waker);
 }
 
 size_t sb_waitq_cancel(sb_waitq *q, sb_waiter *w)

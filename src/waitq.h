@@ -387,6 +387,21 @@ bool sb_waitq_lock_for_cancel(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_w
 bool sb_waitq_cancel_locked(sb_waitq *q, sb_waiter *w, size_t *remaining, sb_waker *waker);
 
 /*
+ * Under the lock: sb_waitq_cancel_locked, then, when `w` was not queued,
+ * unlocks and drops its waker; true (still holding the lock) when it was.
+ * The second half of sb_waitq_lock_for_cancel and sb_waitq_cancel_lone.
+ */
+static inline bool sb_waitq_cancel_or_unlock(sb_waitq *q, sb_waiter *w, size_t *remaining,
+					     sb_waker *waker)
+{
+	if (sb_waitq_cancel_locked(q, w, remaining, waker))
+		return true;
+	sb_waitq_unlock(q);
+	sb_waker_drop_if(*waker);
+	return false;
+}
+
+/*
  * Owner's cancel of a queued wait that has nothing to hand on (a manual
  * event's wait, a condvar's): unlinks `w` and drops its waker after
  * unlocking.  Returns what it was still owed, or its final value when it had

@@ -210,11 +210,13 @@ SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 		 * yet.  Stored before the atomics, it replaces init's store
 		 * (the compiler drops that one) instead of following it. */
 		f->status = 0;
-		/* relaxed: a guess that the CAS confirms.  Read first, so that a
-		 * lock that must wait costs no failed CAS. */
-		size_t state = sb__state_load_relaxed(&m->q);
+		/* CAS first, unlike try_lock and unlock: a future's first poll
+		 * runs once per acquire, never in a retry loop, and a lock that
+		 * must wait goes on to the slow path's RMWs on this same word,
+		 * which find the line the failed CAS already owns. */
+		size_t state = 0;
 		/* acquire: as try_lock. */
-		if (sb__likely(state == 0 && sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)))
+		if (sb__likely(sb__state_cas_acquire(&m->q, &state, SB_MUTEX_STATE_LOCKED)))
 			return 0;
 		f->status = SB_FUTURE_IDLE;
 	} else if (sb__future_granted(&f->status, &f->waiter)) {
@@ -227,8 +229,8 @@ SB_INLINE int sb_mutex_lock_poll(sb_mutex_lock *f, const sb_waker *w)
 /*
  * Abandons the lock.  A queued future leaves the queue; a future that was
  * handed the mutex but has not observed it passes the mutex on; a woken one
- * passes the wake on.  Drops the registered waker.  A completed future is left alone: the caller holds the
- * mutex and unlocks it.
+ * passes the wake on.  Drops the registered waker.  A completed future is
+ * left alone: the caller holds the mutex and unlocks it.
  */
 SB_API void sb_mutex_lock_cancel(sb_mutex_lock *f);
 

@@ -47,10 +47,28 @@
  * (SB_WAITER_GRANTED); an unlock claims a lone waiter with one CAS back to
  * LOCKED alone, the mutex now the waiter's.
  *
- * Eventually fair mode: a contended unlock takes the queue lock (adopting a
- * lone waiter into the queue) and, unless the head starves, clears
- * LOCKED and marks the head SB_WAITER_WOKEN: still queued at the
- * front, its registered waker moved into the wake batch (the node keeps a
+ * Eventually fair mode, a lone waiter: only a thread blocked in
+ * sb_mutex_lock_blocking waits alone (its waker unparks a thread).  An
+ * unlock claims it with one CAS to 0, releasing the mutex, and wakes it
+ * detached (SB_WAITER_WOKEN_DETACHED): the word no longer names it, so
+ * lockers and unlockers stay on the inline paths while its thread wakes up
+ * (with two threads on two cores that is what keeps up with pthread_mutex_t,
+ * whose waiter sleeps while the holder runs).  Its retry (mutex_lock_enter,
+ * `again`) takes the mutex if it is free; having lost, it is timed from that
+ * loss and waits alone again, or at the front of the queue if others queued
+ * meanwhile, or once it has been passed for longer than the bound, queued
+ * (alone in the queue, perhaps) with a handoff phase started for it, so that
+ * the next unlock takes the queue lock and hands it the mutex.  A task's
+ * waiter does not wait alone: unlocks see an unpolled woken task only while
+ * it stays queued (below), and a task on the barger's own executor thread is
+ * not polled until the barger yields.  While a woken thread is detached, a
+ * second thread that waits alone can be woken by the next unlock too: one
+ * wake per registration, never a crowd.
+ *
+ * Eventually fair mode, queued waiters: a contended unlock takes the queue
+ * lock (adopting a lone waiter into the queue) and, unless the head
+ * starves, clears LOCKED and marks the head SB_WAITER_WOKEN: still queued
+ * at the front, its registered waker moved into the wake batch (the node keeps a
  * stale copy, which is never woken or dropped again).  While the head is
  * WOKEN, unlocks wake nobody.  A locker that finds the mutex free takes it,
  * waiters or not (barging).  The woken owner's next poll tries again
@@ -299,9 +317,15 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 				return 0;
 			continue;
 		}
-		if (sb_waitq_is_lone(state) && mutex_is_fifo(m)) {
-			/* Hand it to the lone waiter: still LOCKED, now its. */
-			if (sb_waitq_claim_lone(&m->q, &state, SB_MUTEX_STATE_LOCKED))
+		if (sb_waitq_is_lone(state)) {
+			/* Strict FIFO: hand it to the lone waiter, still LOCKED, now
+			 * its.  Eventually fair: release it and wake the waiter,
+			 * which leaves the word, so that lockers and unlockers stay
+			 * on the inline paths until it tries again (a lone waiter
+			 * never starves: see mutex_lock_enter). */
+			bool fifo = mutex_is_fifo(m);
+			if (sb_waitq_claim_lone(&m->q, &state, fifo ? SB_MUTEX_STATE_LOCKED : 0,
+						fifo ? SB_WAITER_GRANTED : SB_WAITER_WOKEN_DETACHED))
 				return 0;
 			continue;
 		}
@@ -316,39 +340,102 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 	return 0;
 }
 
-/* First poll: take the mutex, wait alone, or queue (one CAS decides which). */
-static int mutex_lock_first_poll(void *future, const sb_waker *w)
+/*
+ * A woken lone waiter that lost its retry to a barger: whether it has been
+ * passed for longer than the bound, timing it from this loss if it was not
+ * timed yet.  The waiter owns its detached node, so no lock is needed.
+ */
+static bool mutex_lost_and_starves(sb_mutex_lock *f, uint64_t *now)
 {
-	sb_mutex_lock *f = future;
+	*now = sb__clock_now_ns();
+	if (!f->passed_since) {
+		f->passed_since = *now ? *now : 1; /* 0 means "never passed" */
+		return false;
+	}
+	return *now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS;
+}
+
+/*
+ * Under the queue lock: queues `f`, which was woken alone and lost its retry
+ * at `now`, at the front (it is the oldest waiter).  The barger passed the
+ * waiters queued since too: their clocks start.  A starving one starts a
+ * handoff phase that covers it and everyone behind it; in a phase already
+ * running, it takes the next handoff.
+ */
+static void mutex_requeue_front_locked(sb_mutex *m, sb_mutex_lock *f, sb_waker clone,
+				       bool starves, uint64_t now)
+{
+	mutex_time_passed_locked(m, now);
+	sb_waiter *w = &f->waiter;
+	sb_waitq_push_front(&m->q, w, 1, clone);
+	if (starves)
+		m->handoff_left = 1 + mutex_queued_behind_locked(w);
+	else if (m->handoff_left)
+		m->handoff_left++;
+}
+
+/*
+ * Takes the mutex, waits alone, or queues: one CAS decides which.  A first
+ * poll queues at the tail.  A woken lone waiter's retry (`again`) queues at
+ * the front, and alone only while it does not starve: a starving waiter
+ * queues, so that the next unlock takes the queue lock and hands it the
+ * mutex.
+ */
+static int mutex_lock_enter(sb_mutex_lock *f, const sb_waker *w, bool again)
+{
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
-	/* Here, not in init: only a future that waits reads it. */
-	f->passed_since = 0;
-	bool may_be_lone = sb_waiter_may_be_lone(node);
+	/* Eventually fair: only a blocked thread waits alone (see the top of
+	 * the file). */
+	bool may_be_lone = sb_waiter_may_be_lone(node) &&
+			   (mutex_is_fifo(m) || sb_waker_unparks_thread(w));
+	bool lost = false, starves = false;
+	uint64_t now = 0;
 	sb_waker clone = SB_NO_WAKER;
 	size_t state = mutex_load(m);
+	size_t next;
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&m->q.state, state);
 			continue;
 		}
-		size_t next;
 		if (!(state & SB_MUTEX_STATE_LOCKED)) {
 			next = state | SB_MUTEX_STATE_LOCKED; /* free: ours, waiters or not */
-		} else if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone) {
-			sb_waiter_prepare_lone(node, w, &clone);
-			next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
 		} else {
-			sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
-			next = sb_waitq_lock_word(state, 0);
+			if (again && !lost) {
+				lost = true;
+				starves = mutex_lost_and_starves(f, &now);
+			}
+			if (!(state & SB_WAITQ_NONEMPTY) && may_be_lone && !starves) {
+				sb_waiter_prepare_lone(node, w, &clone);
+				next = (uintptr_t)node | SB_WAITQ_NONEMPTY | SB_MUTEX_STATE_LOCKED;
+			} else {
+				sb_waker_clone_once(w, &clone); /* before the lock: it may re-enter */
+				next = sb_waitq_lock_word(state, 0);
+			}
 		}
 		/* acq_rel: acquire, as try_lock when we take the mutex, as the
 		 * queue lock otherwise (see the diagram above); release, a lone
 		 * node is filled in before an unlocker can see it. */
 		if (atomic_compare_exchange_weak_explicit(&m->q.state, &state, next,
 							  memory_order_acq_rel, memory_order_relaxed))
-			return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1);
+			break;
 	}
+	if (!again || !(next & SB_QLOCK_HELD))
+		return sb_waitq_finish_first_poll(&m->q, node, state, next, clone, 1);
+	sb_waitq_adopt_lone(&m->q, state);
+	mutex_requeue_front_locked(m, f, clone, starves, now);
+	sb_qlock_release(&m->q.state, SB_WAITQ_NONEMPTY, SB_WAITQ_NONEMPTY);
+	return SB_PENDING;
+}
+
+/* First poll: take the mutex, wait alone, or queue. */
+static int mutex_lock_first_poll(void *future, const sb_waker *w)
+{
+	sb_mutex_lock *f = future;
+	/* Here, not in init: only a future that waits reads it. */
+	f->passed_since = 0;
+	return mutex_lock_enter(f, w, false);
 }
 
 /*
@@ -404,11 +491,13 @@ static int mutex_lock_repoll(void *future, const sb_waker *w)
 	sb_mutex_lock *f = future;
 	size_t r = sb_waiter_load(&f->waiter);
 	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
-	if (r != SB_WAITER_WOKEN)
+	if (r != SB_WAITER_WOKEN && r != SB_WAITER_WOKEN_DETACHED)
 		r = sb_waitq_repoll_lone(&f->mutex->q, &f->waiter, w);
-	/* One call site, so that mutex_retry is inlined here. */
+	/* One call site each, so that both are inlined here. */
 	if (r == SB_WAITER_WOKEN)
 		return mutex_retry(f, w);
+	if (r == SB_WAITER_WOKEN_DETACHED)
+		return mutex_lock_enter(f, w, true);
 	return sb_future_settle(&f->status, r);
 }
 
@@ -453,6 +542,12 @@ void sb_mutex_lock_cancel(sb_mutex_lock *f)
 		sb_waitq_after_unlock(NULL, mine);
 		return;
 	case SB_CANCEL_DETACHED:
+		if (remaining == SB_WAITER_WOKEN_DETACHED) {
+			/* Woken alone but never tried: pass the wake on. */
+			sb_waitq_lock_lone(&m->q, 0);
+			mutex_pass_wake_and_unlock(m);
+			return;
+		}
 		/* Handed the mutex but never observed it: pass it on. */
 		sb_mutex_unlock(m);
 		return;
@@ -469,5 +564,11 @@ int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 		return 0;
 	sb_mutex_lock f;
 	sb_mutex_lock_init(&f, m);
-	return sb_park_block_on(&f, &sb_mutex_lock_ops, timeout_ns);
+	/* Eventually fair: sleep at once.  A wake there is a chance to retry,
+	 * not a handoff; a waiter that spins (on its parker or on the word)
+	 * only races the running holder for the line, and two threads on two
+	 * cores lock and unlock 2 to 2.5 times slower than when the waiter
+	 * sleeps and the holder runs on the inline paths meanwhile.  Strict
+	 * FIFO: a handoff often comes within a microsecond; spin first. */
+	return sb_park_wait(&f, &sb_mutex_lock_ops, timeout_ns, mutex_is_fifo(m));
 }

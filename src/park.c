@@ -106,6 +106,11 @@ static const sb_waker_vtable park_vtable = {
 	.drop = park_drop,
 };
 
+bool sb_waker_unparks_thread(const sb_waker *w)
+{
+	return w->vtable == &park_vtable;
+}
+
 static sb_waker park_clone(const void *data)
 {
 	sb_parker *p = (sb_parker *)data;
@@ -163,14 +168,17 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
 }
 
-/* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
-static bool park_until_woken(sb_parker *p, uint64_t deadline)
+/*
+ * Waits until woken or `deadline` (UINT64_MAX: none); false on timeout.
+ * Spins first if `may_spin`.
+ */
+static bool park_until_woken(sb_parker *p, uint64_t deadline, bool may_spin)
 {
 	/* No spinning for a wait that has already run out (a timeout of 0),
 	 * nor while as many threads spin as there are other cores (nor in the
 	 * model-check build). */
-	bool spinning = PARK_SPINS > 0 && (deadline == UINT64_MAX || sb_now_ns() < deadline) &&
-			park_take_spin_slot();
+	bool spinning = PARK_SPINS > 0 && may_spin &&
+			(deadline == UINT64_MAX || sb_now_ns() < deadline) && park_take_spin_slot();
 	for (int i = 0;; i++) {
 		/* relaxed: it only says whether to go on waiting; the caller's
 		 * fetch_and before its next poll (acquire, an RMW reading the
@@ -215,7 +223,7 @@ static void park_wait_for_no_refs(sb_parker *p)
 	}
 }
 
-int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
+int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin)
 {
 	sb_parker parker = { 0 };
 	const sb_waker waker = { &park_vtable, &parker };
@@ -234,7 +242,7 @@ int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t tim
 		r = ops->poll(future, &waker);
 		if (r <= 0)
 			break;
-		if (!park_until_woken(&parker, deadline)) {
+		if (!park_until_woken(&parker, deadline, may_spin)) {
 			r = ops->poll(future, &waker);
 			if (r > 0) {
 				ops->cancel(future);
@@ -245,4 +253,9 @@ int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t tim
 	}
 	park_wait_for_no_refs(&parker);
 	return r;
+}
+
+int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
+{
+	return sb_park_wait(future, ops, timeout_ns, true);
 }

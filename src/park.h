@@ -8,6 +8,7 @@
 #ifndef SYNCBAND_SRC_PARK_H
 #define SYNCBAND_SRC_PARK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <syncband/blocking.h>
@@ -23,5 +24,11 @@ static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint6
 {
 	return sb_future_wait_blocking(future, ops, timeout_ns);
 }
+
+/* Whether `w` is the waker of a thread blocked in sb_park_block_on / sb_park_wait. */
+bool sb_waker_unparks_thread(const sb_waker *w);
+
+/* sb_park_block_on, spinning before each sleep only if `may_spin`. */
+int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin);
 
 #endif

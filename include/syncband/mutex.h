@@ -30,6 +30,13 @@
  *     waits much longer, after bargers first pass it, than the bound plus
  *     the handoffs (critical sections and wake-ups of their holders) of
  *     about two phases.
+ *   - A thread blocked in sb_mutex_lock_blocking sleeps at once: a wake is
+ *     a chance to retry, not a handoff, and a waiter that spins only races
+ *     the running holder.  While it is the only waiter, the unlock that
+ *     wakes it leaves nothing of it in the mutex, so lockers and unlockers
+ *     stay on the inline paths until it tries again (as pthread_mutex_t's
+ *     holder runs while its waiter wakes up).  A second thread that waits
+ *     alone meanwhile may be woken too: one wake per wait, never a crowd.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000

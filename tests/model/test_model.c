@@ -881,6 +881,106 @@ static void mtx9_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) == 0);
 }
 
+/*
+ * Eventually fair, a thread blocked in sb_mutex_lock_blocking: it waits
+ * alone, an unlock releases the mutex and wakes it detached (the word
+ * forgets it), and a barger may take the mutex before it retries; it then
+ * waits alone again, or at the front of a queue that formed meanwhile.  The
+ * critical sections write one plain field, so the explorer's race check
+ * proves them exclusive.
+ */
+static void mutex_critical_section(mutex_ctx *c)
+{
+	c->r[0]++;
+	MODEL_PLAIN_WRITE(&c->r[0]);
+}
+static void mtx12_t0(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_lock_blocking(&c->m, SB_TIMEOUT_INFINITE) == 0);
+	consume(&c->payload);
+	mutex_critical_section(c);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+/* The holder unlocks, then barges once (and, with a task, queues behind). */
+static void mtx12_t1(void *p)
+{
+	mutex_ctx *c = p;
+	publish(&c->payload);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	if (sb_mutex_try_lock(&c->m) != 0)
+		return;
+	mutex_critical_section(c);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void mtx12_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+}
+
+/* A task queues while the thread is woken and detached: the thread's retry,
+ * lost, puts it at the front; or the thread gives up (timeout 0) woken and
+ * passes the wake on.  Either way the task is woken once and gets the mutex. */
+static void mtx13_t0(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[1] = sb_mutex_lock_blocking(&c->m, 0);
+	if (c->r[1] != 0) {
+		MODEL_CHECK(c->r[1] == -ETIMEDOUT);
+		return;
+	}
+	consume(&c->payload);
+	mutex_critical_section(c);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void mtx13_t1(void *p)
+{
+	mutex_ctx *c = p;
+	publish(&c->payload);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	if (sb_mutex_try_lock(&c->m) != 0)
+		return;
+	sb_mutex_lock_init(&c->f[1], &c->m);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == SB_PENDING); /* we hold it */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void mtx13_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->f[1].mutex) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+		MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	}
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[1].live) == 0);
+}
+
+/* The thread lost once (timed then, in the setup's clock), and is past the
+ * bound when it loses again: it queues for a handoff, and the holder's next
+ * unlock hands it the mutex, which the barger then cannot take. */
+static void mtx14_t1(void *p)
+{
+	mutex_ctx *c = p;
+	publish(&c->payload);
+	for (int i = 0; i < 2; i++) {
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+		if (sb_mutex_try_lock(&c->m) != 0)
+			return;
+		mutex_critical_section(c);
+		model_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	}
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+}
+static void mtx14_setup(void *p)
+{
+	model_now = 1000;
+	mutex_setup_locked(p);
+}
+
 /* ------------------------------------------------------------------ condvar */
 
 typedef struct cv_ctx {
@@ -1640,7 +1740,7 @@ static const sb_model_scenario scenarios[] = {
 	  mtx2_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx2_check },
 	{ "fifo mutex: cancel of a lone waiter racing unlock", 2, sizeof(mutex_ctx),
 	  mtx3_setup_fifo, { mtx2_t0, mtx1_t1 }, mtx3_check },
-	{ "fair mutex: a barger racing unlock-and-wake of a lone waiter", 2, sizeof(mutex_ctx),
+	{ "fair mutex: a barger racing unlock-and-wake of the only waiting task", 2, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx1_t1, mtx_barger }, mtx4_check },
 	{ "fair mutex: the woken waiter's retry racing a barger", 2, sizeof(mutex_ctx),
 	  mtx5_setup, { mtx5_t0, mtx_barger }, mtx5_check },
@@ -1652,6 +1752,12 @@ static const sb_model_scenario scenarios[] = {
 	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
 	{ "fair mutex: the handoff to a never-woken waiter passed behind the head racing a barger",
 	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
+	{ "fair mutex: a blocked thread woken alone racing a barger", 2, sizeof(mutex_ctx),
+	  mutex_setup_locked, { mtx12_t0, mtx12_t1 }, mtx12_check },
+	{ "fair mutex: a blocked thread woken alone, a task queueing and the thread's timeout",
+	  2, sizeof(mutex_ctx), mutex_setup_locked, { mtx13_t0, mtx13_t1 }, mtx13_check },
+	{ "fair mutex: a blocked thread past the bound at its second loss racing two bargers",
+	  2, sizeof(mutex_ctx), mtx14_setup, { mtx12_t0, mtx14_t1 }, mtx12_check },
 	{ "mutex: unlock racing a lone waiter's cancel and a try_lock", 3, sizeof(mutex_ctx),
 	  mtx3_setup, { mtx2_t0, mtx1_t1, mtx9_t2 }, mtx9_check },
 	{ "mutex: unlock racing a first and a second waiter", 3, sizeof(mutex_ctx),
@@ -1826,13 +1932,15 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 
-	/* Eventually fair: unlock takes the queue lock (adopting the lone
-	 * waiter), marks it woken and releases; its retry takes the queue lock
-	 * with the mutex and leaves the queue. */
+	/* Eventually fair, a task's waiter: it queues (only a blocked thread
+	 * waits alone there), taking the queue lock after the failed CAS and
+	 * releasing it; unlock takes the queue lock, marks it woken and
+	 * releases; its retry takes the queue lock with the mutex and leaves
+	 * the queue. */
 	sb_mutex fair = SB_MUTEX_INIT;
 	assert_int_equal(sb_mutex_try_lock(&fair), 0);
 	sb_mutex_lock_init(&l, &fair);
-	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 2);
+	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 3);
 	assert_int_equal(RMWS(sb_mutex_unlock(&fair)), 2);
 	assert_int_equal(RMWS(sb_mutex_lock_poll(&l, &noop)), 2);
 	assert_int_equal(sb_mutex_unlock(&fair), 0);

@@ -47,23 +47,23 @@
  * (SB_WAITER_GRANTED); an unlock claims a lone waiter with one CAS back to
  * LOCKED alone, the mutex now the waiter's.
  *
- * Eventually fair mode, a lone waiter: only a thread blocked in
- * sb_mutex_lock_blocking waits alone (its waker unparks a thread).  An
- * unlock claims it with one CAS to 0, releasing the mutex, and wakes it
- * detached (SB_WAITER_WOKEN_DETACHED): the word no longer names it, so
- * lockers and unlockers stay on the inline paths while its thread wakes up
- * (with two threads on two cores that is what keeps up with pthread_mutex_t,
- * whose waiter sleeps while the holder runs).  Its retry (mutex_lock_enter,
- * `again`) takes the mutex if it is free; having lost, it is timed from that
- * loss and waits alone again, or at the front of the queue if others queued
- * meanwhile, or once it has been passed for longer than the bound, queued
- * (alone in the queue, perhaps) with a handoff phase started for it, so that
- * the next unlock takes the queue lock and hands it the mutex.  A task's
- * waiter does not wait alone: unlocks see an unpolled woken task only while
- * it stays queued (below), and a task on the barger's own executor thread is
- * not polled until the barger yields.  While a woken thread is detached, a
- * second thread that waits alone can be woken by the next unlock too: one
- * wake per registration, never a crowd.
+ * Eventually fair mode, a blocked thread waiting alone: an unlock that
+ * wakes the only waiter, and finds its waker unparks a thread (a thread
+ * in sb_mutex_lock_blocking), detaches it instead of marking it woken in
+ * the queue (SB_WAITER_WOKEN_DETACHED) and releases the mutex with the queue
+ * empty: the word no longer names it, so lockers and unlockers stay on the
+ * inline paths while its thread wakes up (pthread_mutex_t's holder runs so
+ * while its waiter wakes).  Its retry (mutex_lock_enter, `again`) takes the
+ * mutex if it is free; having lost, it is timed from that loss and waits
+ * alone again, or at the front of the queue if others queued meanwhile, or,
+ * once it has been passed for longer than the bound, queued (alone in the
+ * queue, perhaps) with a handoff phase started for it, so that the next
+ * unlock takes the queue lock and hands it the mutex.  Not so a task: a task
+ * on the barger's own executor thread is not polled until the barger
+ * yields, and only a woken waiter that stays queued is seen, and timed, by
+ * the unlocks meanwhile.  While a woken thread is detached, a second thread
+ * that waits alone can be woken by the next unlock too: one wake per
+ * registration, never a crowd.
  *
  * Eventually fair mode, queued waiters: a contended unlock takes the queue
  * lock (adopting a lone waiter into the queue) and, unless the head
@@ -264,6 +264,22 @@ static void mutex_hand_off_locked(sb_mutex *m, sb_waiter *head, sb_wake_batch *b
 }
 
 /*
+ * Under the queue lock: whether `head`, not woken yet, is a blocked thread
+ * that waits alone, which a wake detaches (see the top of the file).
+ */
+static inline bool mutex_head_is_thread_alone_locked(const sb_mutex *m, const sb_waiter *head)
+{
+	return head == m->q.tail && sb_waker_unparks_thread(&head->waker) &&
+	       sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN;
+}
+
+/* Under the queue lock: wakes such a thread; it leaves the queue, now empty. */
+static void mutex_wake_thread_alone_locked(sb_mutex *m, sb_waiter *head, sb_wake_batch *b)
+{
+	sb_waitq_detach(&m->q, head, SB_WAITER_WOKEN_DETACHED, b);
+}
+
+/*
  * Under the queue lock, the mutex free or about to be: wakes `head` unless
  * it is woken already.  Its waker goes into `b` and the node keeps its place.
  */
@@ -277,6 +293,22 @@ static void mutex_wake_locked(sb_waiter *head, sb_wake_batch *b)
 	sb_waiter_set_remaining_locked(head, SB_WAITER_WOKEN);
 }
 
+/*
+ * Under the queue lock, which `m`'s unlock took: releases the mutex to a
+ * blocked thread that waits alone, and unlocks.  Out of line, so that the
+ * common unlock, a task's wake, stays as small as before there was one.
+ */
+__attribute__((noinline)) static void mutex_release_to_thread_and_unlock(sb_mutex *m,
+									  sb_waiter *head)
+{
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	mutex_wake_thread_alone_locked(m, head, &batch);
+	/* release (in the unlock): as a plain unlock. */
+	sb_waitq_unlock_update(&m->q, SB_MUTEX_STATE_LOCKED, 0);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+}
+
 /* Under the queue lock, which `m`'s unlock took: hands over or releases. */
 static void mutex_pass_locked(sb_mutex *m)
 {
@@ -288,6 +320,9 @@ static void mutex_pass_locked(sb_mutex *m)
 		if (sb_waitq_is_empty(&m->q))
 			m->handoff_left = 0; /* the phase ends with the queue */
 		sb_waitq_unlock(&m->q); /* still LOCKED: it is the head's now */
+	} else if (head && mutex_head_is_thread_alone_locked(m, head)) {
+		mutex_release_to_thread_and_unlock(m, head);
+		return;
 	} else {
 		if (head)
 			mutex_wake_locked(head, &batch);
@@ -317,15 +352,10 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 				return 0;
 			continue;
 		}
-		if (sb_waitq_is_lone(state)) {
-			/* Strict FIFO: hand it to the lone waiter, still LOCKED, now
-			 * its.  Eventually fair: release it and wake the waiter,
-			 * which leaves the word, so that lockers and unlockers stay
-			 * on the inline paths until it tries again (a lone waiter
-			 * never starves: see mutex_lock_enter). */
-			bool fifo = mutex_is_fifo(m);
-			if (sb_waitq_claim_lone(&m->q, &state, fifo ? SB_MUTEX_STATE_LOCKED : 0,
-						fifo ? SB_WAITER_GRANTED : SB_WAITER_WOKEN_DETACHED))
+		if (sb_waitq_is_lone(state) && mutex_is_fifo(m)) {
+			/* Hand it to the lone waiter: still LOCKED, now its. */
+			if (sb_waitq_claim_lone(&m->q, &state, SB_MUTEX_STATE_LOCKED,
+						SB_WAITER_GRANTED))
 				return 0;
 			continue;
 		}
@@ -381,14 +411,12 @@ static void mutex_requeue_front_locked(sb_mutex *m, sb_mutex_lock *f, sb_waker c
  * queues, so that the next unlock takes the queue lock and hands it the
  * mutex.
  */
-static int mutex_lock_enter(sb_mutex_lock *f, const sb_waker *w, bool again)
+__attribute__((always_inline)) static inline int mutex_lock_enter(sb_mutex_lock *f,
+								  const sb_waker *w, bool again)
 {
 	sb_mutex *m = f->mutex;
 	sb_waiter *node = &f->waiter;
-	/* Eventually fair: only a blocked thread waits alone (see the top of
-	 * the file). */
-	bool may_be_lone = sb_waiter_may_be_lone(node) &&
-			   (mutex_is_fifo(m) || sb_waker_unparks_thread(w));
+	bool may_be_lone = sb_waiter_may_be_lone(node);
 	bool lost = false, starves = false;
 	uint64_t now = 0;
 	sb_waker clone = SB_NO_WAKER;
@@ -513,8 +541,12 @@ static void mutex_pass_wake_and_unlock(sb_mutex *m)
 	sb_wake_batch_init(&batch);
 	sb_waiter *head = sb_waitq_front(&m->q);
 	/* A holder's unlock wakes the new head; only a free mutex needs us. */
-	if (head && !(mutex_load(m) & SB_MUTEX_STATE_LOCKED))
-		mutex_wake_locked(head, &batch);
+	if (head && !(mutex_load(m) & SB_MUTEX_STATE_LOCKED)) {
+		if (mutex_head_is_thread_alone_locked(m, head))
+			mutex_wake_thread_alone_locked(m, head, &batch);
+		else
+			mutex_wake_locked(head, &batch);
+	}
 	sb_waitq_unlock(&m->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }

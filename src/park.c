@@ -99,17 +99,12 @@ static void park_wake(const void *data);
 static void park_wake_by_ref(const void *data);
 static void park_drop(const void *data);
 
-static const sb_waker_vtable park_vtable = {
+const sb_waker_vtable sb_park_vtable = {
 	.clone = park_clone,
 	.wake = park_wake,
 	.wake_by_ref = park_wake_by_ref,
 	.drop = park_drop,
 };
-
-bool sb_waker_unparks_thread(const sb_waker *w)
-{
-	return w->vtable == &park_vtable;
-}
 
 static sb_waker park_clone(const void *data)
 {
@@ -117,7 +112,7 @@ static sb_waker park_clone(const void *data)
 	/* relaxed: cloning happens inside a poll on the parked thread's behalf,
 	 * which holds the parker alive; nothing is published by the count. */
 	atomic_fetch_add_explicit(&p->word, 1, memory_order_relaxed);
-	return (sb_waker){ &park_vtable, data };
+	return (sb_waker){ &sb_park_vtable, data };
 }
 
 static void park_wake_by_ref(const void *data)
@@ -226,7 +221,7 @@ static void park_wait_for_no_refs(sb_parker *p)
 int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin)
 {
 	sb_parker parker = { 0 };
-	const sb_waker waker = { &park_vtable, &parker };
+	const sb_waker waker = { &sb_park_vtable, &parker };
 	uint64_t deadline = UINT64_MAX;
 	if (timeout_ns != SB_TIMEOUT_INFINITE) {
 		uint64_t now = sb_now_ns();

@@ -25,8 +25,13 @@ static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint6
 	return sb_future_wait_blocking(future, ops, timeout_ns);
 }
 
-/* Whether `w` is the waker of a thread blocked in sb_park_block_on / sb_park_wait. */
-bool sb_waker_unparks_thread(const sb_waker *w);
+/* The waker of a thread blocked in sb_park_block_on / sb_park_wait. */
+extern const sb_waker_vtable sb_park_vtable;
+
+static inline bool sb_waker_unparks_thread(const sb_waker *w)
+{
+	return w->vtable == &sb_park_vtable;
+}
 
 /* sb_park_block_on, spinning before each sleep only if `may_spin`. */
 int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin);

@@ -35,8 +35,10 @@
  *     the running holder.  While it is the only waiter, the unlock that
  *     wakes it leaves nothing of it in the mutex, so lockers and unlockers
  *     stay on the inline paths until it tries again (as pthread_mutex_t's
- *     holder runs while its waiter wakes up).  A second thread that waits
- *     alone meanwhile may be woken too: one wake per wait, never a crowd.
+ *     holder runs while its waiter wakes up); it is timed from the retry it
+ *     loses.  A second thread that waits alone meanwhile may be woken too:
+ *     one wake per wait, never a crowd.  (A woken task stays queued, timed
+ *     by the unlocks: its executor thread may be busy running the barger.)
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000

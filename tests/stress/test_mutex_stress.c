@@ -11,8 +11,6 @@
  * the default is 3 * 10^5.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +24,7 @@
 
 #include "check.h"
 #include "counting_waker.h"
+#include "stress.h"
 #include "watchdog.h"
 
 enum { THREADS = 6 };
@@ -49,12 +48,6 @@ typedef struct worker {
 	counting_waker waker;
 } worker;
 
-static unsigned next_random(unsigned *seed)
-{
-	*seed = *seed * 1103515245u + 12345u;
-	return *seed >> 16;
-}
-
 static void hold_and_unlock(stress *st)
 {
 	if (atomic_fetch_add(&st->holders, 1) != 0)
@@ -68,7 +61,7 @@ static void hold_and_unlock(stress *st)
 static void blocking_round(worker *w)
 {
 	stress *st = w->st;
-	unsigned pick = next_random(&w->seed) % 8;
+	unsigned pick = stress_next_random(&w->seed) % 8;
 	uint64_t timeout = pick == 0 ? 0 : pick == 1 ? 20000 : SB_TIMEOUT_INFINITE;
 	int r = sb_mutex_lock_blocking(&st->mutex, timeout);
 	if (r == -ETIMEDOUT) {
@@ -87,7 +80,7 @@ static void future_round(worker *w)
 	sb_mutex_lock_init(&f, &st->mutex);
 	int wakes = atomic_load(&w->waker.wakes);
 	int r = sb_mutex_lock_poll(&f, &waker);
-	unsigned pick = next_random(&w->seed) % 8;
+	unsigned pick = stress_next_random(&w->seed) % 8;
 	if (r == SB_PENDING)
 		atomic_fetch_add(&st->waited, 1);
 	while (r == SB_PENDING) {
@@ -96,9 +89,7 @@ static void future_round(worker *w)
 			atomic_fetch_add(&st->cancelled, 1);
 			return;
 		}
-		while (atomic_load(&w->waker.wakes) == wakes)
-			sched_yield();
-		wakes = atomic_load(&w->waker.wakes);
+		stress_await_wake(&w->waker, &wakes);
 		if (pick == 1) { /* cancel after the wake: woken or handed the mutex */
 			sb_mutex_lock_cancel(&f);
 			atomic_fetch_add(&st->cancelled, 1);
@@ -123,7 +114,7 @@ static void *run_worker(void *p)
 {
 	worker *w = p;
 	for (long i = 0; more_to_do(w->st, i); i++) {
-		if (next_random(&w->seed) % 16 == 0) {
+		if (stress_next_random(&w->seed) % 16 == 0) {
 			if (sb_mutex_try_lock(&w->st->mutex) == 0)
 				hold_and_unlock(w->st);
 			continue;
@@ -138,10 +129,7 @@ static void *run_worker(void *p)
 
 static void run_stress(bool fifo, const char *name)
 {
-	long total = 300000;
-	const char *env = getenv("SB_STRESS_OPS");
-	if (env)
-		total = atol(env);
+	long total = stress_total_ops(300000);
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 280, name);
 
@@ -149,16 +137,13 @@ static void run_stress(bool fifo, const char *name)
 	st = (stress){ .ops_per_thread = total / THREADS + 1 };
 	assert_int_equal(fifo ? sb_mutex_init_fifo(&st.mutex) : sb_mutex_init(&st.mutex), 0);
 	worker w[THREADS];
-	pthread_t t[THREADS];
 	for (int i = 0; i < THREADS; i++) {
 		w[i].st = &st;
-		w[i].seed = 0x9e3779b9u * (unsigned)(i + 1);
+		w[i].seed = stress_seed(i);
 		w[i].blocking = i % 2 == 0;
 		counting_waker_init(&w[i].waker);
-		assert_int_equal(pthread_create(&t[i], NULL, run_worker, &w[i]), 0);
 	}
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(t[i], NULL);
+	stress_run_threads(THREADS, run_worker, w, sizeof w[0]);
 	sb_watchdog_stop(&wd);
 
 	printf("%s: at least %ld attempts, %ld acquired, %ld futures queued, %ld cancelled, "

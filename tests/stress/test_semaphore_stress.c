@@ -8,8 +8,6 @@
  * the default is 10^6.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +21,7 @@
 
 #include "check.h"
 #include "counting_waker.h"
+#include "stress.h"
 #include "watchdog.h"
 
 enum { PERMITS = 4, THREADS = 6, MAX_REQUEST = 3 };
@@ -45,12 +44,6 @@ typedef struct worker {
 	counting_waker waker;
 } worker;
 
-static unsigned next_random(unsigned *seed)
-{
-	*seed = *seed * 1103515245u + 12345u;
-	return *seed >> 16;
-}
-
 static void hold_and_release(stress *st, size_t n)
 {
 	long now = atomic_fetch_add(&st->in_use, (long)n) + (long)n;
@@ -64,7 +57,7 @@ static void hold_and_release(stress *st, size_t n)
 static void blocking_round(worker *w, size_t n)
 {
 	stress *st = w->st;
-	unsigned pick = next_random(&w->seed) % 8;
+	unsigned pick = stress_next_random(&w->seed) % 8;
 	uint64_t timeout = pick == 0 ? 0 : pick == 1 ? 20000 : SB_TIMEOUT_INFINITE;
 	int r = sb_semaphore_acquire_blocking(&st->sem, n, timeout);
 	if (r == -ETIMEDOUT) {
@@ -83,7 +76,7 @@ static void future_round(worker *w, size_t n)
 	sb_semaphore_acquire_init(&f, &st->sem, n);
 	int wakes = atomic_load(&w->waker.wakes);
 	int r = sb_semaphore_acquire_poll(&f, &waker);
-	unsigned pick = next_random(&w->seed) % 8;
+	unsigned pick = stress_next_random(&w->seed) % 8;
 	if (r == SB_PENDING)
 		atomic_fetch_add(&st->waited, 1);
 	while (r == SB_PENDING) {
@@ -92,9 +85,7 @@ static void future_round(worker *w, size_t n)
 			atomic_fetch_add(&st->cancelled, 1);
 			return;
 		}
-		while (atomic_load(&w->waker.wakes) == wakes)
-			sched_yield();
-		wakes = atomic_load(&w->waker.wakes);
+		stress_await_wake(&w->waker, &wakes);
 		if (pick == 1) { /* cancel after the wake: granted, never observed */
 			sb_semaphore_acquire_cancel(&f);
 			atomic_fetch_add(&st->cancelled, 1);
@@ -110,8 +101,8 @@ static void *run_worker(void *p)
 {
 	worker *w = p;
 	for (long i = 0; i < w->st->ops_per_thread; i++) {
-		size_t n = 1 + next_random(&w->seed) % MAX_REQUEST;
-		if (next_random(&w->seed) % 16 == 0) {
+		size_t n = 1 + stress_next_random(&w->seed) % MAX_REQUEST;
+		if (stress_next_random(&w->seed) % 16 == 0) {
 			if (sb_semaphore_try_acquire(&w->st->sem, n) == 0)
 				hold_and_release(w->st, n);
 			continue;
@@ -127,10 +118,7 @@ static void *run_worker(void *p)
 static void permits_are_conserved_under_mixed_threads_and_cancellations(void **state)
 {
 	(void)state;
-	long total = 1000000;
-	const char *env = getenv("SB_STRESS_OPS");
-	if (env)
-		total = atol(env);
+	long total = stress_total_ops(1000000);
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 280, "semaphore stress");
 
@@ -138,16 +126,13 @@ static void permits_are_conserved_under_mixed_threads_and_cancellations(void **s
 	assert_int_equal(sb_semaphore_init(&st.sem, PERMITS), 0);
 	st.ops_per_thread = total / THREADS + 1;
 	worker w[THREADS];
-	pthread_t t[THREADS];
 	for (int i = 0; i < THREADS; i++) {
 		w[i].st = &st;
-		w[i].seed = 0x9e3779b9u * (unsigned)(i + 1);
+		w[i].seed = stress_seed(i);
 		w[i].blocking = i % 2 == 0;
 		counting_waker_init(&w[i].waker);
-		assert_int_equal(pthread_create(&t[i], NULL, run_worker, &w[i]), 0);
 	}
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(t[i], NULL);
+	stress_run_threads(THREADS, run_worker, w, sizeof w[0]);
 	sb_watchdog_stop(&wd);
 
 	printf("stress: %ld attempts, %ld acquired, %ld futures queued, %ld cancelled, "

@@ -149,7 +149,9 @@ SB_API int sb_mutex_init_fifo(sb_mutex *m);
 /*
  * Returns 0, or -EBUSY when the mutex is locked or futures are queued (it
  * stays usable).  The mutex must not be used after a successful destroy, and
- * every lock future on it must have completed or been cancelled first.
+ * every lock future on it must have completed or been cancelled first, and
+ * every sb_mutex_lock_blocking returned (a woken thread that has not retried
+ * yet is no longer in the mutex, so destroy cannot see it).
  */
 SB_API int sb_mutex_destroy(sb_mutex *m);
 

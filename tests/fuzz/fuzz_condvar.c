@@ -388,8 +388,8 @@ static const fz_slot_ops slot_ops = { NULL, slot_active, op_crowd_init, op_poll,
 /* ------------------------------------------------------------- the driver */
 
 enum {
-	OP_INIT, OP_POLL, OP_CANCEL, OP_NOTIFY_ONE, OP_NOTIFY_ALL, OP_TRY_LOCK, OP_UNLOCK,
-	OP_DESTROY, OP_CROWD, OP_CANCEL_CROWD, OP_POLL_ALL,
+	OP_INIT = FZ_OP_FIRST_OWN, OP_NOTIFY_ONE, OP_NOTIFY_ALL, OP_TRY_LOCK, OP_UNLOCK,
+	OP_DESTROY, OP_CROWD,
 };
 
 static const uint8_t ops[20] = {
@@ -420,20 +420,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (fz_more(&in)) {
 		uint8_t op = fz_byte(&in);
-		switch (ops[op % 20]) {
+		int kind = ops[op % 20];
+		switch (kind) {
 		case OP_INIT: {
 			uint8_t a = fz_byte(&in);
 			op_init(a % FZ_NSLOTS, (a & 0x30) == 0x30 ? K_LOCK : K_WAIT);
-			break;
-		}
-		case OP_POLL: {
-			int s = fz_byte(&in) % FZ_NSLOTS;
-			op_poll(s, fz_waker_choice(s, fz_byte(&in)));
-			break;
-		}
-		case OP_CANCEL: {
-			uint8_t a = fz_byte(&in);
-			op_cancel(a % FZ_NSLOTS, a & 0x80);
 			break;
 		}
 		case OP_NOTIFY_ONE:
@@ -458,11 +449,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 fz_byte(&in));
 			break;
 		}
-		case OP_CANCEL_CROWD:
-			fz_cancel_crowd(&slot_ops, fz_byte(&in));
-			break;
-		case OP_POLL_ALL:
-			fz_poll_all(&slot_ops, fz_byte(&in));
+		default:
+			fz_shared_op(&slot_ops, &in, kind);
 			break;
 		}
 	}

@@ -313,6 +313,36 @@ static inline void fz_poll_all(const fz_slot_ops *o, uint8_t wbyte)
 		fz_ops_poll(o, s, fz_waker_choice(s, wbyte));
 }
 
+/*
+ * The operations every driver decodes from the same bytes, run on its slots
+ * through `o`.  A driver's own operations are numbered from FZ_OP_FIRST_OWN,
+ * and its switch hands these four to fz_shared_op.
+ */
+enum { OP_POLL, OP_CANCEL, OP_CANCEL_CROWD, OP_POLL_ALL, FZ_OP_FIRST_OWN };
+
+static inline void fz_shared_op(const fz_slot_ops *o, fz_input *in, int op)
+{
+	switch (op) {
+	case OP_POLL: {
+		int s = fz_byte(in) % FZ_NSLOTS;
+		fz_ops_poll(o, s, fz_waker_choice(s, fz_byte(in)));
+		return;
+	}
+	case OP_CANCEL: {
+		uint8_t a = fz_byte(in);
+		fz_ops_cancel(o, a % FZ_NSLOTS, a & 0x80);
+		return;
+	}
+	case OP_CANCEL_CROWD:
+		fz_cancel_crowd(o, fz_byte(in));
+		return;
+	case OP_POLL_ALL:
+		fz_poll_all(o, fz_byte(in));
+		return;
+	}
+	abort(); /* a driver's own operation fell through to here */
+}
+
 /* The end of an input: every future cancelled and freed, no clone left. */
 static inline void fz_cancel_all(const fz_slot_ops *o)
 {

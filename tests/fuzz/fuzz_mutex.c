@@ -298,8 +298,7 @@ static void op_destroy(bool static_init)
 /* ------------------------------------------------------------- the driver */
 
 enum {
-	OP_INIT, OP_POLL, OP_CANCEL, OP_TRY, OP_UNLOCK, OP_DESTROY, OP_CROWD,
-	OP_CANCEL_CROWD, OP_POLL_ALL, OP_TIME,
+	OP_INIT = FZ_OP_FIRST_OWN, OP_TRY, OP_UNLOCK, OP_DESTROY, OP_CROWD, OP_TIME,
 };
 
 static const uint8_t ops[16] = {
@@ -326,20 +325,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (fz_more(&in)) {
 		uint8_t op = fz_byte(&in);
-		switch (ops[op % 16]) {
+		int kind = ops[op % 16];
+		switch (kind) {
 		case OP_INIT:
 			fz_init(&model, fz_byte(&in) % FZ_NSLOTS);
 			break;
-		case OP_POLL: {
-			int s = fz_byte(&in) % FZ_NSLOTS;
-			fz_poll(&model, s, fz_waker_choice(s, fz_byte(&in)));
-			break;
-		}
-		case OP_CANCEL: {
-			uint8_t a = fz_byte(&in);
-			fz_cancel(&model, a % FZ_NSLOTS, a & 0x80);
-			break;
-		}
 		case OP_TRY:
 			op_try_lock();
 			break;
@@ -354,11 +344,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, 0, fz_byte(&in));
 			break;
 		}
-		case OP_CANCEL_CROWD:
-			fz_cancel_crowd(&slot_ops, fz_byte(&in));
-			break;
-		case OP_POLL_ALL:
-			fz_poll_all(&slot_ops, fz_byte(&in));
+		default:
+			fz_shared_op(&slot_ops, &in, kind);
 			break;
 		case OP_TIME:
 			op_time(fz_byte(&in));

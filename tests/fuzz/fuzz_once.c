@@ -239,8 +239,7 @@ static void op_destroy(uint8_t a)
 }
 
 enum {
-	OP_INIT, OP_POLL, OP_CANCEL, OP_COMPLETE, OP_FAIL, OP_TRY, OP_BLOCKING, OP_DESTROY,
-	OP_CROWD, OP_CANCEL_CROWD, OP_POLL_ALL,
+	OP_INIT = FZ_OP_FIRST_OWN, OP_COMPLETE, OP_FAIL, OP_TRY, OP_BLOCKING, OP_DESTROY, OP_CROWD,
 };
 
 static const uint8_t ops[16] = {
@@ -263,20 +262,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (fz_more(&in)) {
 		uint8_t op = fz_byte(&in);
-		switch (ops[op % 16]) {
+		int kind = ops[op % 16];
+		switch (kind) {
 		case OP_INIT:
 			op_init(fz_byte(&in) % FZ_NSLOTS, 0);
 			break;
-		case OP_POLL: {
-			int s = fz_byte(&in) % FZ_NSLOTS;
-			op_poll(s, fz_waker_choice(s, fz_byte(&in)));
-			break;
-		}
-		case OP_CANCEL: {
-			uint8_t a = fz_byte(&in);
-			op_cancel(a % FZ_NSLOTS, a & 0x80);
-			break;
-		}
 		case OP_COMPLETE:
 			op_complete();
 			break;
@@ -297,11 +287,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, 0, fz_byte(&in));
 			break;
 		}
-		case OP_CANCEL_CROWD:
-			fz_cancel_crowd(&slot_ops, fz_byte(&in));
-			break;
-		case OP_POLL_ALL:
-			fz_poll_all(&slot_ops, fz_byte(&in));
+		default:
+			fz_shared_op(&slot_ops, &in, kind);
 			break;
 		}
 	}

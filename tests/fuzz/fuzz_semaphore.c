@@ -299,8 +299,7 @@ static void op_destroy(size_t permits, bool static_init)
 /* ------------------------------------------------------------- the driver */
 
 enum {
-	OP_INIT, OP_POLL, OP_CANCEL, OP_TRY, OP_RELEASE, OP_CLOSE, OP_DESTROY,
-	OP_CROWD, OP_CANCEL_CROWD, OP_POLL_ALL,
+	OP_INIT = FZ_OP_FIRST_OWN, OP_TRY, OP_RELEASE, OP_CLOSE, OP_DESTROY, OP_CROWD,
 };
 
 /* opcode byte % 20 -> operation: polls and releases are the common ones. */
@@ -333,20 +332,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (fz_more(&in)) {
 		uint8_t op = fz_byte(&in);
-		switch (ops[op % 20]) {
+		int kind = ops[op % 20];
+		switch (kind) {
 		case OP_INIT: {
 			uint8_t a = fz_byte(&in);
 			op_init(a % FZ_NSLOTS, permit_value(fz_byte(&in)));
-			break;
-		}
-		case OP_POLL: {
-			uint8_t a = fz_byte(&in);
-			op_poll(a % FZ_NSLOTS, fz_waker_choice(a % FZ_NSLOTS, fz_byte(&in)));
-			break;
-		}
-		case OP_CANCEL: {
-			uint8_t a = fz_byte(&in);
-			op_cancel(a % FZ_NSLOTS, a & 0x80);
 			break;
 		}
 		case OP_TRY:
@@ -369,11 +359,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, v, fz_byte(&in));
 			break;
 		}
-		case OP_CANCEL_CROWD:
-			fz_cancel_crowd(&slot_ops, fz_byte(&in));
-			break;
-		case OP_POLL_ALL:
-			fz_poll_all(&slot_ops, fz_byte(&in));
+		default:
+			fz_shared_op(&slot_ops, &in, kind);
 			break;
 		}
 	}

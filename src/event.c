@@ -195,7 +195,7 @@ void sb_auto_event_set_slow(sb_auto_event *e)
 	size_t state = sb_waitq_load(&e->q);
 	for (;;) {
 		if (sb_waitq_is_lone(state)) {
-			if (sb_waitq_claim_lone(&e->q, &state, 0, SB_WAITER_GRANTED))
+			if (sb_waitq_claim_lone(&e->q, &state, 0))
 				return;
 			continue;
 		}

@@ -21,11 +21,11 @@ size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
 	}
 }
 
-void sb_waitq_detach_lone(sb_waiter *w, size_t final)
+void sb_waitq_grant_lone(sb_waiter *w)
 {
 	sb_waker waker = w->waker;
 	/* release: hands the node, and what it was granted, back to its owner. */
-	atomic_store_explicit(&w->remaining, final, memory_order_release);
+	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
 	sb_waker_wake(waker);
 }
 

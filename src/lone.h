@@ -10,7 +10,7 @@
  * with one CAS, as `node | SB_WAITQ_NONEMPTY | the primitive's low bits`
  * ("lone form"; nodes of such primitives are 16-byte aligned).  Then:
  *   - a releaser claims it with one CAS to the word without the address and
- *     NONEMPTY, and owns the node: sb_waitq_claim_lone;
+ *     NONEMPTY, and owns the node: sb_waitq_grant_lone;
  *   - whoever needs the queue locks with sb_waitq_lock_lone, whose CAS also
  *     clears the address, and which then makes the node the queue's only
  *     one, owed 1;
@@ -84,19 +84,15 @@ static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, s
 	atomic_store_explicit(&w->remaining, SB_WAITER_LONE, memory_order_relaxed);
 }
 
-/*
- * A releaser that claimed the lone waiter `w` (its CAS, acquire): publishes
- * `final` (SB_WAITER_GRANTED, or the mutex's SB_WAITER_WOKEN_DETACHED) and
- * wakes it.
- */
-void sb_waitq_detach_lone(sb_waiter *w, size_t final);
+/* A releaser that claimed the lone waiter `w` (its CAS, acquire): grants and wakes it. */
+void sb_waitq_grant_lone(sb_waiter *w);
 
 /*
  * A releaser that found the word in lone form (*state): claims the lone
- * waiter by moving the word to `next`, then detaches it with `final` and
- * wakes it.  False, with *state refreshed, when the word changed first.
+ * waiter by moving the word to `next`, then grants and wakes it.  False,
+ * with *state refreshed, when the word changed first.
  */
-static inline bool sb_waitq_claim_lone(sb_waitq *q, size_t *state, size_t next, size_t final)
+static inline bool sb_waitq_claim_lone(sb_waitq *q, size_t *state, size_t next)
 {
 	/* acq_rel: acquire sees the node its owner filled in before installing
 	 * it; release, the woken waiter sees what we wrote before.  relaxed on
@@ -104,7 +100,7 @@ static inline bool sb_waitq_claim_lone(sb_waitq *q, size_t *state, size_t next, 
 	if (!atomic_compare_exchange_weak_explicit(&q->state, state, next, memory_order_acq_rel,
 						   memory_order_relaxed))
 		return false;
-	sb_waitq_detach_lone(sb_waitq_lone(*state), final);
+	sb_waitq_grant_lone(sb_waitq_lone(*state));
 	return true;
 }
 

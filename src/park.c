@@ -50,11 +50,8 @@
 #endif
 
 /*
- * But never more spinning threads than cores less one: with more threads
- * than cores, a waiter that spins takes the core the holder needs to finish
- * (and with it the wake the waiter waits for).  A process-wide count, taken
- * only by a wait about to spin; a waiter that finds no free slot sleeps at
- * once.
+ * But never more spinning threads than cores less one (park.h): a
+ * process-wide count, taken only by a wait about to spin.
  */
 static _Atomic unsigned park_spinners;
 
@@ -71,8 +68,7 @@ static unsigned park_spin_slots(void)
 	return (unsigned)n;
 }
 
-/* Takes a spinning slot: true if there was one (give it back after). */
-static bool park_take_spin_slot(void)
+bool sb_park_take_spin_slot(void)
 {
 	/* relaxed: a head count, publishing nothing; a wrong guess only
 	 * changes whether this waiter spins. */
@@ -84,9 +80,9 @@ static bool park_take_spin_slot(void)
 	return false;
 }
 
-static void park_give_spin_slot(void)
+void sb_park_give_spin_slot(void)
 {
-	/* relaxed: as in park_take_spin_slot. */
+	/* relaxed: as in sb_park_take_spin_slot. */
 	atomic_fetch_sub_explicit(&park_spinners, 1, memory_order_relaxed);
 }
 
@@ -99,7 +95,7 @@ static void park_wake(const void *data);
 static void park_wake_by_ref(const void *data);
 static void park_drop(const void *data);
 
-const sb_waker_vtable sb_park_vtable = {
+static const sb_waker_vtable park_vtable = {
 	.clone = park_clone,
 	.wake = park_wake,
 	.wake_by_ref = park_wake_by_ref,
@@ -112,7 +108,7 @@ static sb_waker park_clone(const void *data)
 	/* relaxed: cloning happens inside a poll on the parked thread's behalf,
 	 * which holds the parker alive; nothing is published by the count. */
 	atomic_fetch_add_explicit(&p->word, 1, memory_order_relaxed);
-	return (sb_waker){ &sb_park_vtable, data };
+	return (sb_waker){ &park_vtable, data };
 }
 
 static void park_wake_by_ref(const void *data)
@@ -163,17 +159,14 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
 }
 
-/*
- * Waits until woken or `deadline` (UINT64_MAX: none); false on timeout.
- * Spins first if `may_spin`.
- */
-static bool park_until_woken(sb_parker *p, uint64_t deadline, bool may_spin)
+/* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
+static bool park_until_woken(sb_parker *p, uint64_t deadline)
 {
 	/* No spinning for a wait that has already run out (a timeout of 0),
 	 * nor while as many threads spin as there are other cores (nor in the
 	 * model-check build). */
-	bool spinning = PARK_SPINS > 0 && may_spin &&
-			(deadline == UINT64_MAX || sb_now_ns() < deadline) && park_take_spin_slot();
+	bool spinning = PARK_SPINS > 0 && (deadline == UINT64_MAX || sb_now_ns() < deadline) &&
+			sb_park_take_spin_slot();
 	for (int i = 0;; i++) {
 		/* relaxed: it only says whether to go on waiting; the caller's
 		 * fetch_and before its next poll (acquire, an RMW reading the
@@ -183,7 +176,7 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline, bool may_spin)
 		uint32_t v = atomic_load_explicit(&p->word, memory_order_relaxed);
 		if (v & PARK_WOKEN) {
 			if (spinning)
-				park_give_spin_slot();
+				sb_park_give_spin_slot();
 			return true;
 		}
 		if (spinning && i < PARK_SPINS) {
@@ -191,7 +184,7 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline, bool may_spin)
 			continue;
 		}
 		if (spinning) {
-			park_give_spin_slot();
+			sb_park_give_spin_slot();
 			spinning = false;
 		}
 		if (deadline == UINT64_MAX) {
@@ -218,10 +211,10 @@ static void park_wait_for_no_refs(sb_parker *p)
 	}
 }
 
-int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin)
+int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
 {
 	sb_parker parker = { 0 };
-	const sb_waker waker = { &sb_park_vtable, &parker };
+	const sb_waker waker = { &park_vtable, &parker };
 	uint64_t deadline = UINT64_MAX;
 	if (timeout_ns != SB_TIMEOUT_INFINITE) {
 		uint64_t now = sb_now_ns();
@@ -237,7 +230,7 @@ int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bo
 		r = ops->poll(future, &waker);
 		if (r <= 0)
 			break;
-		if (!park_until_woken(&parker, deadline, may_spin)) {
+		if (!park_until_woken(&parker, deadline)) {
 			r = ops->poll(future, &waker);
 			if (r > 0) {
 				ops->cancel(future);
@@ -248,9 +241,4 @@ int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bo
 	}
 	park_wait_for_no_refs(&parker);
 	return r;
-}
-
-int sb_future_wait_blocking(void *future, const sb_future_ops *ops, uint64_t timeout_ns)
-{
-	return sb_park_wait(future, ops, timeout_ns, true);
 }

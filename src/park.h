@@ -25,15 +25,16 @@ static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint6
 	return sb_future_wait_blocking(future, ops, timeout_ns);
 }
 
-/* The waker of a thread blocked in sb_park_block_on / sb_park_wait. */
-extern const sb_waker_vtable sb_park_vtable;
-
-static inline bool sb_waker_unparks_thread(const sb_waker *w)
-{
-	return w->vtable == &sb_park_vtable;
-}
-
-/* sb_park_block_on, spinning before each sleep only if `may_spin`. */
-int sb_park_wait(void *future, const sb_future_ops *ops, uint64_t timeout_ns, bool may_spin);
+/*
+ * Every spinning wait in the library (the parker's before it sleeps, the
+ * eventually fair mutex's before it queues) first takes one of the spinning
+ * slots, as many as the cores less one: with more threads than cores, a
+ * waiter that spins takes the core that the holder needs to finish (and
+ * with it the wake or the release the waiter waits for).  A waiter that
+ * finds no free slot sleeps at once.  True if there was a slot; give it
+ * back when the spin ends.
+ */
+bool sb_park_take_spin_slot(void);
+void sb_park_give_spin_slot(void);
 
 #endif

@@ -160,8 +160,7 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	for (;;) {
 		if (sb_waitq_is_lone(state)) {
 			/* One permit pays the lone waiter; n - 1 <= the maximum. */
-			if (sb_waitq_claim_lone(&s->q, &state, (n - 1) * SB_SEMAPHORE_STATE_COUNT_ONE,
-						SB_WAITER_GRANTED))
+			if (sb_waitq_claim_lone(&s->q, &state, (n - 1) * SB_SEMAPHORE_STATE_COUNT_ONE))
 				return 0;
 			continue;
 		}

@@ -24,13 +24,10 @@
  * semaphore, 1 for a lock or a notification).  It is the one field the owner
  * reads without the lock, and it says who owns the node:
  *
- *   0 < remaining < SB_WAITER_WOKEN_DETACHED
+ *   0 < remaining < SB_WAITER_WOKEN
  *                                 queued: the lock holder owns the node
  *   SB_WAITER_WOKEN               queued, its waker spent (the mutex's woken
  *                                 head, src/mutex.c): the owner must act
- *   SB_WAITER_WOKEN_DETACHED      detached, its waker spent, nothing granted
- *                                 (the mutex's woken lone waiter): the owner
- *                                 must act
  *   SB_WAITER_RELEASED_*          released by a broadcast but still linked
  *                                 (sb_waitq_release_all): the lock holder
  *                                 owns the node; an owner that sees this
@@ -85,12 +82,6 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
  * mutex's woken head.  A re-poll returns it to the caller, untouched.
  */
 #define SB_WAITER_WOKEN (SIZE_MAX - 4)
-/*
- * Detached, its waker moved out and woken, nothing granted: the eventually
- * fair mutex's lone waiter, woken by an unlock that released the mutex.  The
- * owner tries again, and waits again if it loses.
- */
-#define SB_WAITER_WOKEN_DETACHED (SIZE_MAX - 5)
 
 /*
  * Wakers collected under the lock, run after it; Tokio uses 32 too.  The
@@ -109,8 +100,7 @@ typedef struct sb_wake_batch {
 
 static inline bool sb_waiter_is_detached(size_t remaining)
 {
-	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED ||
-	       remaining == SB_WAITER_WOKEN_DETACHED;
+	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED;
 }
 
 /* Released by a broadcast, still linked: the owner must unlink it itself. */
@@ -263,7 +253,7 @@ static inline void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
  */
 static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
 {
-	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN_DETACHED);
+	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN);
 	w->next = NULL;
 	w->prev = q->tail;
 	w->waker = clone;
@@ -273,21 +263,6 @@ static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb
 	else
 		q->head = w;
 	q->tail = w;
-}
-
-/* Under the lock: sb_waitq_push, but at the head. */
-static inline void sb_waitq_push_front(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
-{
-	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN_DETACHED);
-	w->prev = NULL;
-	w->next = q->head;
-	w->waker = clone;
-	sb_waiter_set_remaining_locked(w, remaining);
-	if (q->head)
-		q->head->prev = w;
-	else
-		q->tail = w;
-	q->head = w;
 }
 
 /*

@@ -30,15 +30,13 @@
  *     waits much longer, after bargers first pass it, than the bound plus
  *     the handoffs (critical sections and wake-ups of their holders) of
  *     about two phases.
- *   - A thread blocked in sb_mutex_lock_blocking sleeps at once: a wake is
- *     a chance to retry, not a handoff, and a waiter that spins only races
- *     the running holder.  While it is the only waiter, the unlock that
- *     wakes it leaves nothing of it in the mutex, so lockers and unlockers
- *     stay on the inline paths until it tries again (as pthread_mutex_t's
- *     holder runs while its waiter wakes up); it is timed from the retry it
- *     loses.  A second thread that waits alone meanwhile may be woken too:
- *     one wake per wait, never a crowd.  (A woken task stays queued, timed
- *     by the unlocks: its executor thread may be busy running the barger.)
+ *   - A thread blocked in sb_mutex_lock_blocking first spins for up to
+ *     5 us, looking at the mutex once a microsecond and taking it if it is
+ *     free, before it queues and sleeps: most critical sections are far
+ *     shorter than a futex wait and wake.  It does not spin when waiters
+ *     are queued already (it would only pass them), for a timeout shorter
+ *     than the spin, or while as many threads spin as there are cores less
+ *     one (the holder needs a core to finish).
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000
@@ -150,8 +148,7 @@ SB_API int sb_mutex_init_fifo(sb_mutex *m);
  * Returns 0, or -EBUSY when the mutex is locked or futures are queued (it
  * stays usable).  The mutex must not be used after a successful destroy, and
  * every lock future on it must have completed or been cancelled first, and
- * every sb_mutex_lock_blocking returned (a woken thread that has not retried
- * yet is no longer in the mutex, so destroy cannot see it).
+ * every sb_mutex_lock_blocking returned.
  */
 SB_API int sb_mutex_destroy(sb_mutex *m);
 

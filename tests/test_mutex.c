@@ -714,7 +714,31 @@ static void blocking_lock_times_out_while_held(void **state)
 	sb_mutex m = SB_MUTEX_INIT;
 	assert_int_equal(sb_mutex_lock_blocking(&m, 0), 0);
 	assert_int_equal(sb_mutex_lock_blocking(&m, 0), -ETIMEDOUT);
+	assert_int_equal(sb_mutex_lock_blocking(&m, 2000), -ETIMEDOUT); /* shorter than the spin */
+	assert_int_equal(sb_mutex_lock_blocking(&m, 20000), -ETIMEDOUT); /* spins, then sleeps */
 	assert_int_equal(sb_mutex_lock_blocking(&m, 1000000), -ETIMEDOUT);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/* A blocking lock behind a queued waiter (its spin stops there, and it queues
+ * behind it): its timeout leaves that waiter first, woken once by the unlock. */
+static void a_blocking_lock_that_times_out_behind_a_queued_waiter_leaves_it_first(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_mutex_lock f;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_mutex_lock_init(&f, &m);
+	assert_int_equal(poll_with(&f, &c), SB_PENDING);
+	assert_int_equal(sb_mutex_lock_blocking(&m, 20000), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&c.wakes), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c.wakes), 1);
+	assert_int_equal(poll_with(&f, &c), 0);
+	assert_int_equal(atomic_load(&c.live), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0);
 	assert_int_equal(sb_mutex_destroy(&m), 0);
 }
@@ -897,6 +921,7 @@ int main(void)
 		cmocka_unit_test(cancel_before_poll_and_after_completion_change_nothing),
 		cmocka_unit_test(a_different_waker_replaces_the_old_one),
 		cmocka_unit_test(blocking_lock_times_out_while_held),
+		cmocka_unit_test(a_blocking_lock_that_times_out_behind_a_queued_waiter_leaves_it_first),
 		cmocka_unit_test(mutual_exclusion_holds_across_threads_so_a_plain_counter_ends_exact),
 		cmocka_unit_test(unlock_racing_the_first_waiter_never_loses_the_wake),
 		cmocka_unit_test(a_queued_locker_whose_waker_clone_unlocks_does_not_deadlock),

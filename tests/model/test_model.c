@@ -894,21 +894,30 @@ static void mutex_critical_section(mutex_ctx *c)
 	c->r[0]++;
 	MODEL_PLAIN_WRITE(&c->r[0]);
 }
-static void mtx12_t0(void *p)
+/* The blocked thread, holding the mutex: reads what the holder published. */
+static void mutex_blocked_thread_holds(mutex_ctx *c)
 {
-	mutex_ctx *c = p;
-	MODEL_CHECK(sb_mutex_lock_blocking(&c->m, SB_TIMEOUT_INFINITE) == 0);
 	consume(&c->payload);
 	mutex_critical_section(c);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 }
-/* The holder unlocks, then barges once (and, with a task, queues behind). */
+/* The holder publishes and unlocks, then barges once: true if it got in. */
+static bool mutex_unlock_then_barge(mutex_ctx *c)
+{
+	publish(&c->payload);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	return sb_mutex_try_lock(&c->m) == 0;
+}
+static void mtx12_t0(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(sb_mutex_lock_blocking(&c->m, SB_TIMEOUT_INFINITE) == 0);
+	mutex_blocked_thread_holds(c);
+}
 static void mtx12_t1(void *p)
 {
 	mutex_ctx *c = p;
-	publish(&c->payload);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
-	if (sb_mutex_try_lock(&c->m) != 0)
+	if (!mutex_unlock_then_barge(c))
 		return;
 	mutex_critical_section(c);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
@@ -931,16 +940,13 @@ static void mtx13_t0(void *p)
 		MODEL_CHECK(c->r[1] == -ETIMEDOUT);
 		return;
 	}
-	consume(&c->payload);
-	mutex_critical_section(c);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	mutex_blocked_thread_holds(c);
 }
+/* The barger, holding the mutex, queues a task behind the woken thread. */
 static void mtx13_t1(void *p)
 {
 	mutex_ctx *c = p;
-	publish(&c->payload);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
-	if (sb_mutex_try_lock(&c->m) != 0)
+	if (!mutex_unlock_then_barge(c))
 		return;
 	sb_mutex_lock_init(&c->f[1], &c->m);
 	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == SB_PENDING); /* we hold it */

@@ -6,7 +6,25 @@
 // measures the same two instructions as "rust-std").  std::atomic compiles
 // to the same instructions as C11 atomic_compare_exchange_strong_explicit /
 // atomic_store_explicit (lock cmpxchg; mov on x86-64).
+//
+// baseline/futex-wake-to-run (impl "c-futex"): what waking a sleeping thread
+// costs on this machine, the floor under every wait that sleeps.  Two
+// threads take turns on one futex word; each, when its turn comes, hands the
+// turn to the other (a release store, then FUTEX_WAKE) and sleeps
+// (FUTEX_WAIT) until the turn comes back.  A round is a turn of each, so two
+// wakes.  --waits times every wake, from the clock read just before the
+// waker's store until the woken thread sees its turn: the kernel's wake-up
+// and, on a virtual machine whose idle vCPUs halt, the host's time to run
+// the vCPU again.  A blocking lock that hands its mutex to a sleeping thread
+// (the contention rows) waits at least that long, so this row's maximum,
+// measured in the same run, is the floor under theirs.  Nothing of syncband
+// runs here, and no target reads it.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <thread>
 
 #include "harness.h"
 
@@ -29,5 +47,54 @@ struct CasAcquireStoreRelease {
 	void finish() { sbb::expect((long)word->load(), 0, "the word is 0 at the end"); }
 };
 SBB_ROUNDS(CasAcquireStoreRelease, "baseline/cas-acquire+store-release", sbb::C_ATOMIC, 24000000);
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");
+
+void futex(std::atomic<uint32_t> *word, int op, uint32_t value)
+{
+	// (EAGAIN, the word changed before the sleep, and EINTR just mean: look again.)
+	syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), op, value, nullptr, nullptr, 0);
+}
+
+template <bool Waits> uint64_t futex_wake_on(const sbb::Params &p, sbb::Meter &m)
+{
+	std::atomic<uint32_t> turn{0}; // whose turn: thread 0 or 1
+	// Written by the waker before its release store of `turn`, read by the
+	// woken thread after its acquire load of it: relaxed is enough.
+	std::atomic<uint64_t> handed_at{0};
+	sbb::WaitHistogram waits[2];
+	auto play = [&](uint32_t me) {
+		for (uint64_t i = 0; i < p.rounds; i++) {
+			uint32_t seen;
+			while ((seen = turn.load(std::memory_order_acquire)) != me)
+				futex(&turn, FUTEX_WAIT_PRIVATE, seen);
+			// (Thread 0's first turn was never handed to it.)
+			if (Waits && (i > 0 || me == 1))
+				waits[me].record(sbb::now_ns() - handed_at.load(std::memory_order_relaxed));
+			if (Waits)
+				handed_at.store(sbb::now_ns(), std::memory_order_relaxed);
+			turn.store(1 - me, std::memory_order_release);
+			futex(&turn, FUTEX_WAKE_PRIVATE, 1);
+		}
+	};
+	// Thread 1 sleeps until thread 0 hands it the first turn, in the segment.
+	std::thread other(play, 1);
+	m.start();
+	play(0);
+	other.join();
+	m.stop();
+	sbb::expect((long)turn.load(), 0, "thread 1 handed back the last turn");
+	if (Waits) {
+		m.waits()->merge(waits[0]);
+		m.waits()->merge(waits[1]);
+	}
+	return p.rounds;
+}
+
+uint64_t futex_wake(const sbb::Params &p, sbb::Meter &m)
+{
+	return m.waits() ? futex_wake_on<true>(p, m) : futex_wake_on<false>(p, m);
+}
+SBB_BATCH(futex_wake, "baseline/futex-wake-to-run", sbb::C_FUTEX, 20000);
 
 } // namespace

@@ -260,8 +260,6 @@ int cmd_run(const char *prog, int argc, char **argv)
 	const Row &row = *found;
 	if (threads && !has_threads(row))
 		usage(prog, "--threads applies only to the -N-threads rows");
-	if (waits && !has_threads(row))
-		usage(prog, "--waits applies only to the -N-threads rows");
 	if (named && threads && named != threads)
 		usage(prog, "the scenario's name and --threads disagree");
 	Params p{rounds ? rounds : row.rounds,
@@ -276,7 +274,7 @@ int cmd_run(const char *prog, int argc, char **argv)
 		Meter m(&histogram);
 		row.batch(p, m);
 		if (histogram.count() == 0)
-			usage(prog, "this row does not time its acquires");
+			usage(prog, "--waits: this row does not time its waits");
 		printf("WAITS %s %s p50_ns=%llu p99_ns=%llu max_ns=%llu acquires=%llu\n", name.c_str(),
 		       row.impl, (unsigned long long)histogram.percentile(0.50),
 		       (unsigned long long)histogram.percentile(0.99),

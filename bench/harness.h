@@ -17,8 +17,9 @@
 //       allocations and is timed), so that two runs of R and 2R rounds
 //       differ by R rounds and nothing else (the instruction counts of
 //       bench/run.py, under callgrind).
-//       --waits (contention rows): exactly one batch of R rounds, no warm-up,
-//       in which every acquire is timed; prints only
+//       --waits (the rows that time their waits: the contention rows and
+//       baseline/futex-wake-to-run): exactly one batch of R rounds, no
+//       warm-up, in which every acquire (every wake) is timed; prints only
 //         WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>
 //       (that batch's time is not reported: the clock reads slow it down).
 //   bench_x [--benchmark_filter=...]      google-benchmark's own runner: every
@@ -54,6 +55,7 @@ constexpr const char *SYNCBAND_BLOCKING_FIFO = "syncband-blocking-fifo";
 constexpr const char *PTHREAD = "pthread";
 constexpr const char *SEM_T = "sem_t";
 constexpr const char *C_ATOMIC = "c-atomic";
+constexpr const char *C_FUTEX = "c-futex";
 
 // What one batch is asked to do.
 struct Params {

@@ -78,6 +78,22 @@ def main():
         print("| %s | %s%s | %s | %s | %s |" % (name, fmt_ns(base["median"]), instr(base),
                                                 cell(rows, TOKIO), cell(rows, SMOL),
                                                 verdicts(base)))
+    wake_floor(doc)
+
+
+def wake_floor(doc):
+    """The line under the table: the machine's futex wake-up latency, the
+    floor under every wait that sleeps (bench/baseline.cc)."""
+    for sc in doc["scenarios"]:
+        if sc["scenario"] != "baseline/futex-wake-to-run":
+            continue
+        w = next((e["waits"] for e in sc["rows"] if "waits" in e), None)
+        if w:
+            print()
+            print("Waking a sleeping thread on this machine (baseline/futex-wake-to-run, "
+                  "medians of %d runs): p50 %s, p99 %s, max %s (the runs' maxima %s-%s)."
+                  % (len(w["runs"]), fmt_ns(w["p50_ns"]), fmt_ns(w["p99_ns"]), fmt_ns(w["max_ns"]),
+                     fmt_ns(w["max_min_ns"]), fmt_ns(w["max_worst_ns"])))
 
 
 if __name__ == "__main__":

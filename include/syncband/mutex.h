@@ -29,9 +29,12 @@
  *     come up to 15 of the bargers' critical sections late.)  So no acquire
  *     waits much longer, after bargers first pass it, than the bound plus
  *     the handoffs (critical sections and wake-ups of their holders) of
- *     about two phases, plus whatever time the kernel keeps its own thread
- *     from running (with more busy threads than cores, a time slice: 4 ms
- *     on a 250 Hz kernel, which no lock can shorten).
+ *     about two phases, plus the time the kernel keeps a thread from
+ *     running: its own (with more busy threads than cores, a time slice: 4
+ *     ms on a 250 Hz kernel), and that of each sleeping waiter the mutex is
+ *     handed to, from its wake until it runs (20-30 us at the median on a
+ *     2-core virtual machine, whole 4 ms ticks at worst; the benchmarks
+ *     measure it beside the contention rows).  No lock can shorten either.
  *   - A thread blocked in sb_mutex_lock_blocking first spins for up to
  *     5 us, looking at the mutex once a microsecond and taking it if it is
  *     free, before it queues and sleeps: most critical sections are far

@@ -380,7 +380,7 @@ def impl_order(impl):
         return (1, SYNCBAND_ROW_ORDER.index(impl), impl)
     if is_syncband(impl):
         return (1, len(SYNCBAND_ROW_ORDER), impl)
-    if impl in ("pthread", "sem_t", "c-atomic", "c-futex"):
+    if impl in BASELINES:
         return (2, impl)
     return (3, impl)
 
@@ -863,7 +863,7 @@ def svg_chart(report, path, title):
 def best_peer_chart(report, path, title):
     """One bar per scenario: the fastest peer's median / syncband's (log
     scale; right of 1 = syncband is faster).  Baselines (pthread, sem_t,
-    atomics) are not peers and are left out."""
+    atomics, the futex wake-up) are not peers and are left out."""
     baselines = set(BASELINES)
     bars = []
     for sc in report:

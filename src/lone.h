@@ -10,7 +10,8 @@
  * with one CAS, as `node | SB_WAITQ_NONEMPTY | the primitive's low bits`
  * ("lone form"; nodes of such primitives are 16-byte aligned).  Then:
  *   - a releaser claims it with one CAS to the word without the address and
- *     NONEMPTY, and owns the node: sb_waitq_grant_lone;
+ *     NONEMPTY, and owns the node: sb_waitq_claim_lone, which then grants
+ *     and wakes it (sb_waitq_grant_lone);
  *   - whoever needs the queue locks with sb_waitq_lock_lone, whose CAS also
  *     clears the address, and which then makes the node the queue's only
  *     one, owed 1;

@@ -596,47 +596,125 @@ static void a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the
 }
 
 /*
- * A queue that drains more slowly than the bound would otherwise go from one
- * handoff phase to the next and never let a running locker in (a convoy).
- * So a waiter that queued while a phase ran is not timed until a barger
- * passes it after the phase, however long the phase took.
+ * Waiters that queue during a handoff phase: f[0] and f[1] queued and passed
+ * at once, then past the bound a phase hands the mutex to both, `late`
+ * queueing while it runs.  `stagger` moves the clock between f[0]'s pass and
+ * f[1]'s (so f[1] is timed later), `phase_takes` between the phase's two
+ * handoffs.  Returns with the phase over, the mutex free and `late` woken
+ * at the front, the clock at the phase's last handoff.
  */
-static void a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it(void **state)
+static void phase_with_a_newcomer(sb_mutex *m, sb_mutex_lock *f, counting_waker *c, sb_mutex_lock *late,
+				  counting_waker *cl, uint64_t stagger, uint64_t phase_takes)
+{
+	hold_with_queued(m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(m), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: timed */
+	fake_now += stagger;
+	counting_waker_init(&c[1]);
+	sb_mutex_lock_init(&f[1], m);
+	assert_int_equal(poll_with(&f[1], &c[1]), SB_PENDING);
+	assert_int_equal(sb_mutex_unlock(m), 0); /* f[0] woken again */
+	assert_int_equal(sb_mutex_try_lock(m), 0); /* passes f[0] and f[1]: f[1] timed */
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1 - stagger; /* f[0] past the bound */
+	assert_true(unlocks_until_handed_over(m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
+	counting_waker_init(cl);
+	sb_mutex_lock_init(late, m);
+	assert_int_equal(poll_with(late, cl), SB_PENDING); /* queues during the phase */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	fake_now += phase_takes;
+	assert_int_equal(sb_mutex_unlock(m), 0); /* the phase's last handoff */
+	assert_true(sb_mutex_is_locked(m));
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_mutex_unlock(m), 0);
+	assert_false(sb_mutex_is_locked(m)); /* `late` is woken, not handed the mutex */
+	assert_int_equal(atomic_load(&cl->wakes), 1);
+}
+
+/*
+ * After the phase, bargers pass `late` for `gap` (through two checks) and
+ * one unlock past it, by the next check, hands it the mutex.
+ */
+static void bargers_pass_the_newcomer_for(sb_mutex *m, sb_mutex_lock *f, counting_waker *c,
+					  sb_mutex_lock *late, counting_waker *cl, uint64_t gap)
+{
+	assert_int_equal(sb_mutex_try_lock(m), 0);
+	fake_now += gap;
+	assert_int_equal(unlocks_until_handed_over(m, 2 * UNLOCKS_PER_CHECK), 2 * UNLOCKS_PER_CHECK + 1);
+	fake_now += 1;
+	assert_true(unlocks_until_handed_over(m, UNLOCKS_PER_CHECK) <= UNLOCKS_PER_CHECK);
+	assert_int_equal(sb_mutex_try_lock(m), -EBUSY);
+	assert_int_equal(poll_with(late, cl), 0);
+	assert_int_equal(sb_mutex_unlock(m), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(atomic_load(&cl->live), 0);
+	assert_int_equal(sb_mutex_destroy(m), 0);
+	(void)f;
+}
+
+/*
+ * A waiter that queued during a phase waited through part of it, so the
+ * phase's last handoff times it as if passed half a bound before: lockers
+ * get half a bound, not a whole one, before it is handed the mutex.
+ */
+static void a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mutex_half_a_bound_after_it(void **state)
 {
 	(void)state;
 	sb_mutex m = SB_MUTEX_INIT;
-	sb_mutex_lock f[2];
-	counting_waker c[2];
-	hold_with_queued(&m, 2, f, c);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: both timed */
-	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* a phase: to f[0], then f[1] */
-	assert_true(sb_mutex_is_locked(&m));
-	sb_mutex_lock late;
-	counting_waker cl;
-	counting_waker_init(&cl);
-	sb_mutex_lock_init(&late, &m);
-	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during the phase */
-	assert_int_equal(poll_with(&f[0], &c[0]), 0);
-	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1; /* a slow phase */
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* the phase's last handoff */
-	assert_true(sb_mutex_is_locked(&m));
-	assert_int_equal(poll_with(&f[1], &c[1]), 0);
-	/* `late` has waited past the bound, but nobody has passed it: woken */
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_false(sb_mutex_is_locked(&m));
-	assert_int_equal(atomic_load(&cl.wakes), 1);
-	/* the first barger to pass it starts its clock, and gets in */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_false(sb_mutex_is_locked(&m));
-	assert_int_equal(poll_with(&late, &cl), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0);
-	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
-	assert_int_equal(atomic_load(&cl.live), 0);
-	assert_int_equal(sb_mutex_destroy(&m), 0);
+	sb_mutex_lock f[2], late;
+	counting_waker c[2], cl;
+	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, 0);
+	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS / 2);
+}
+
+/*
+ * A phase that ran late (it began 1 ns past its first waiter's bound and
+ * took 3/4 of a bound) buys lockers as long before its newcomers starve:
+ * a queue slower to drain than half a bound still goes mostly to them.
+ */
+static void after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers_are_handed_the_mutex(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2], late;
+	counting_waker c[2], cl;
+	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
+	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, takes);
+	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, takes + 1);
+}
+
+/*
+ * How late a phase ran is counted from its first waiter's pass, not its
+ * last's: here f[1] was passed half a bound after f[0], and the phase took
+ * 3/4 of a bound, so f[1] itself was handed the mutex only 1/4 of a bound
+ * past its own bound, yet lockers get the phase's 3/4.
+ */
+static void a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_last(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2], late;
+	counting_waker c[2], cl;
+	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
+	phase_with_a_newcomer(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS / 2, takes);
+	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, takes + 1);
+}
+
+/*
+ * A queue that drains more slowly than the bound would otherwise go from one
+ * handoff phase to the next and never let a running locker in (a convoy).
+ * So after a phase that ran a whole bound late (or more), lockers get a
+ * whole bound before its newcomers are handed the mutex, however long they
+ * have waited.
+ */
+static void after_a_phase_a_whole_bound_late_lockers_get_a_whole_bound_before_its_newcomers(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2], late;
+	counting_waker c[2], cl;
+	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, 3 * SB_MUTEX_FAIRNESS_BOUND_NS);
+	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS);
 }
 
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
@@ -935,7 +1013,10 @@ int main(void)
 		cmocka_unit_test(a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after),
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front),
-		cmocka_unit_test(a_waiter_that_queued_during_a_handoff_phase_is_not_timed_until_a_barger_passes_it),
+		cmocka_unit_test(a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mutex_half_a_bound_after_it),
+		cmocka_unit_test(after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers_are_handed_the_mutex),
+		cmocka_unit_test(a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_last),
+		cmocka_unit_test(after_a_phase_a_whole_bound_late_lockers_get_a_whole_bound_before_its_newcomers),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),

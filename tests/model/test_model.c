@@ -817,6 +817,39 @@ static void mtx11_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
+/*
+ * A handoff phase down to its last waiter: f[0] and f[1] passed more than
+ * the bound ago, the phase handed f[0] the mutex (the setup holds it through
+ * f[0]) and covers f[1].  The holder's unlock, the phase's last handoff,
+ * which times the waiters that queued during the phase, races a newcomer
+ * (f[0] reused) that queues and cancels.
+ */
+static void mtx14_setup(void *p)
+{
+	mutex_ctx *c = p;
+	mtx7_setup(p);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the phase: to f[0], covering f[1] */
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+}
+static void mtx14_t1(void *p)
+{
+	mutex_ctx *c = p;
+	sb_mutex_lock_init(&c->f[0], &c->m);
+	c->r[1] = poll_lock(&c->f[0], &c->w[0]);
+	sb_mutex_lock_cancel(&c->f[0]);
+}
+static void mtx14_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(c->r[1] == SB_PENDING); /* handed over, the mutex never looked free */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(!sb_mutex_is_locked(&c->m));
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
 static void mtx3_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1736,6 +1769,8 @@ static const sb_model_scenario scenarios[] = {
 	  mtx10_setup, { mtx1_t1, mtx10_t1 }, mtx10_check },
 	{ "fair mutex: the handoff to a never-woken waiter passed behind the head racing a barger",
 	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
+	{ "fair mutex: a phase's last handoff racing a newcomer's queueing and cancel", 2,
+	  sizeof(mutex_ctx), mtx14_setup, { mtx1_t1, mtx14_t1 }, mtx14_check },
 	{ "fair mutex: a blocked thread's wake racing a barger", 2, sizeof(mutex_ctx),
 	  mutex_setup_locked, { mtx12_t0, mtx12_t1 }, mtx12_check },
 	{ "fair mutex: a blocked thread woken, a task queueing and the thread's timeout",

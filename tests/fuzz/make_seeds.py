@@ -22,8 +22,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def opcodes(target):
     """{'INIT': byte, ...} for fuzz_<target>.c: the first index of each op in ops[]."""
     text = open(os.path.join(HERE, f"fuzz_{target}.c")).read()
-    enum = re.search(r"enum\s*{\s*(OP_INIT[^}]*)}", text)
-    names = [n.strip() for n in enum.group(1).split(",") if n.strip()]
+    shared = open(os.path.join(HERE, "fuzz_lifecycle.h")).read()
+    names = []
+    # fuzz_lifecycle.h's shared operations (OP_POLL...), then the driver's own
+    # (its enum starts at FZ_OP_FIRST_OWN).
+    for source, first in ((shared, "OP_POLL"), (text, "OP_INIT")):
+        enum = re.search(r"enum\s*{\s*(" + first + r"[^}]*)}", source)
+        names += [n.split("=")[0].strip() for n in enum.group(1).split(",")
+                  if n.strip().startswith("OP_")]
     table = re.search(r"static const uint8_t ops\[(\d+)\]\s*=\s*{([^}]*)}", text)
     entries = [e.strip() for e in table.group(2).split(",") if e.strip()]
     assert len(entries) == int(table.group(1)), target
@@ -125,6 +131,16 @@ def mutex_seeds():
         "crowd": ([0], [
             ("TRY",), ("CROWD", 33, SHARED1_A), ("UNLOCK",), ("CANCEL_CROWD", 3),
             ("CROWD", 20, OWN_A), ("UNLOCK",), ("POLL_ALL", OWN_B), ("UNLOCK",)]),
+        # Eventually fair: a barger passes two waiters past the bound, a
+        # handoff phase serves both while a third queues, and bargers pass
+        # the third for half a bound after the phase's last handoff.
+        "phase-newcomer": ([0], [
+            ("TRY",), ("INIT", 0), ("POLL", 0, OWN_A), ("INIT", 1), ("POLL", 1, OWN_B),
+            ("UNLOCK",), ("TRY",), ("POLL", 0, OWN_A), ("TIME", 0), ("UNLOCK",),
+            ("INIT", 2), ("POLL", 2, SHARED1_A), ("POLL", 0, OWN_A), ("UNLOCK",),
+            ("POLL", 1, OWN_B), ("UNLOCK",), ("TRY",), ("TIME", 250), ("TIME", 250),
+            ("UNLOCK",), ("TRY",), ("TIME", 1), ("UNLOCK",), ("TRY",), ("UNLOCK",),
+            ("POLL", 2, SHARED1_A), ("UNLOCK",)]),
     }
 
 

@@ -635,8 +635,8 @@ static void phase_with_a_newcomer(sb_mutex *m, sb_mutex_lock *f, counting_waker 
  * After the phase, bargers pass `late` for `gap` (through two checks) and
  * one unlock past it, by the next check, hands it the mutex.
  */
-static void bargers_pass_the_newcomer_for(sb_mutex *m, sb_mutex_lock *f, counting_waker *c,
-					  sb_mutex_lock *late, counting_waker *cl, uint64_t gap)
+static void bargers_pass_the_newcomer_for(sb_mutex *m, counting_waker *c, sb_mutex_lock *late,
+					  counting_waker *cl, uint64_t gap)
 {
 	assert_int_equal(sb_mutex_try_lock(m), 0);
 	fake_now += gap;
@@ -649,7 +649,20 @@ static void bargers_pass_the_newcomer_for(sb_mutex *m, sb_mutex_lock *f, countin
 	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
 	assert_int_equal(atomic_load(&cl->live), 0);
 	assert_int_equal(sb_mutex_destroy(m), 0);
-	(void)f;
+}
+
+/*
+ * The two above: a phase with a newcomer (`stagger`, `phase_takes`), then
+ * bargers pass the newcomer for `gap` and no longer.
+ */
+static void after_a_phase_bargers_pass_its_newcomer_for(uint64_t stagger, uint64_t phase_takes,
+							 uint64_t gap)
+{
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[2], late;
+	counting_waker c[2], cl;
+	phase_with_a_newcomer(&m, f, c, &late, &cl, stagger, phase_takes);
+	bargers_pass_the_newcomer_for(&m, c, &late, &cl, gap);
 }
 
 /*
@@ -660,11 +673,7 @@ static void bargers_pass_the_newcomer_for(sb_mutex *m, sb_mutex_lock *f, countin
 static void a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mutex_half_a_bound_after_it(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
-	sb_mutex_lock f[2], late;
-	counting_waker c[2], cl;
-	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, 0);
-	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS / 2);
+	after_a_phase_bargers_pass_its_newcomer_for(0, 0, SB_MUTEX_FAIRNESS_BOUND_NS / 2);
 }
 
 /*
@@ -675,12 +684,8 @@ static void a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mute
 static void after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers_are_handed_the_mutex(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
-	sb_mutex_lock f[2], late;
-	counting_waker c[2], cl;
 	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
-	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, takes);
-	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, takes + 1);
+	after_a_phase_bargers_pass_its_newcomer_for(0, takes, takes + 1);
 }
 
 /*
@@ -692,12 +697,8 @@ static void after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers
 static void a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_last(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
-	sb_mutex_lock f[2], late;
-	counting_waker c[2], cl;
 	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
-	phase_with_a_newcomer(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS / 2, takes);
-	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, takes + 1);
+	after_a_phase_bargers_pass_its_newcomer_for(SB_MUTEX_FAIRNESS_BOUND_NS / 2, takes, takes + 1);
 }
 
 /*
@@ -710,11 +711,7 @@ static void a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_las
 static void after_a_phase_a_whole_bound_late_lockers_get_a_whole_bound_before_its_newcomers(void **state)
 {
 	(void)state;
-	sb_mutex m = SB_MUTEX_INIT;
-	sb_mutex_lock f[2], late;
-	counting_waker c[2], cl;
-	phase_with_a_newcomer(&m, f, c, &late, &cl, 0, 3 * SB_MUTEX_FAIRNESS_BOUND_NS);
-	bargers_pass_the_newcomer_for(&m, f, c, &late, &cl, SB_MUTEX_FAIRNESS_BOUND_NS);
+	after_a_phase_bargers_pass_its_newcomer_for(0, 3 * SB_MUTEX_FAIRNESS_BOUND_NS, SB_MUTEX_FAIRNESS_BOUND_NS);
 }
 
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)

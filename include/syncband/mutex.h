@@ -13,34 +13,33 @@
  *     unlocks wake nobody.  The woken waiter tries again when it is polled;
  *     if a barger got there first it stays at the front of the queue and is
  *     woken by the next unlock.  Queued waiters keep their FIFO order.
- *   - A waiter is timed from the first time a barger passes it: a locker
- *     that takes the mutex ahead of the woken oldest waiter passes every
- *     queued waiter at once.  Once the oldest waiter has been passed for
- *     longer than SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex
- *     straight to it, woken or not (it stays locked: nobody can barge until
- *     that waiter has run), and keeps handing it, in turn, to every waiter
- *     that was queued behind it then.  Waiters that queue during such a
- *     handoff phase are timed as if first passed half a bound before its
- *     last handoff: lockers get at least half a bound between two phases,
- *     and after a phase that ran late (that ended past its first waiter's
- *     bound, about as long as it took) as long as it was late, up to a
- *     whole bound, so that a queue slower to drain than the bound does not
- *     turn into one phase after another (a convoy).  A queue served in
- *     order, nobody barging, is never timed.  (An unlock compares the
- *     oldest waiter with the bound when it is first passed and at every
- *     16th unlock after, a clock read being as costly as the rest of the
- *     unlock: a handoff may
- *     come up to 15 of the bargers' critical sections late.)  So an acquire
- *     waits, from the first barger that passes it, about the bound plus the
- *     handoffs of its own phase (critical sections and wake-ups of their
- *     holders); one that queued during a phase, the rest of that phase,
- *     half a bound (or as long as that phase ran late) and its own phase;
- *     and on top of either, the time the kernel keeps a thread from
- *     running: its own (with more busy threads than cores, a time slice: 4
- *     ms on a 250 Hz kernel), and that of each sleeping waiter the mutex is
- *     handed to, from its wake until it runs (20-30 us at the median on a
- *     2-core virtual machine, whole 4 ms ticks at worst; the benchmarks
- *     measure it beside the contention rows).  No lock can shorten either.
+ *   - A waiter is timed from the first time a barger passes it: a locker that
+ *     takes the mutex ahead of the woken oldest waiter passes every queued
+ *     waiter at once.  Once the oldest waiter has been passed for longer than
+ *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it,
+ *     woken or not (it stays locked: nobody can barge until that waiter has
+ *     run), and keeps handing it, in turn, to every waiter that was queued
+ *     behind it then.  Waiters that queue during such a handoff phase are
+ *     timed as if first passed half a bound before its last handoff: lockers
+ *     get at least half a bound between two phases, and after a phase that
+ *     ran late (that ended past its first waiter's bound, about as long as it
+ *     took) as long as it was late, up to a whole bound, so that a queue
+ *     slower to drain than the bound does not turn into one phase after
+ *     another (a convoy).  A queue served in order, nobody barging, is never
+ *     timed.  (An unlock compares the oldest waiter with the bound when it is
+ *     first passed and at every 16th unlock after, a clock read being as
+ *     costly as the rest of the unlock: a handoff may come up to 15 of the
+ *     bargers' critical sections late.)  So an acquire waits, from the first
+ *     barger that passes it, about the bound plus the handoffs of its own
+ *     phase (critical sections and wake-ups of their holders); one that
+ *     queued during a phase, the rest of that phase, half a bound (or as long
+ *     as that phase ran late) and its own phase; and on top of either, the
+ *     time the kernel keeps a thread from running: its own (with more busy
+ *     threads than cores, a time slice: 4 ms on a 250 Hz kernel), and that of
+ *     each sleeping waiter the mutex is handed to, from its wake until it
+ *     runs (20-30 us at the median on a 2-core virtual machine, whole 4 ms
+ *     ticks at worst; the benchmarks measure it beside the contention rows).
+ *     No lock can shorten either.
  *   - A thread blocked in sb_mutex_lock_blocking first spins for up to
  *     5 us, looking at the mutex once a microsecond and taking it if it is
  *     free, before it queues and sleeps: most critical sections are far

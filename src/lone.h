@@ -20,18 +20,26 @@
  * a releaser owns the node for a few instructions and waits for the final
  * value (sb_waitq_lone_settle).  So a handoff to a lone waiter is one
  * read-modify-write on each side instead of two.
+ *
+ * No node lives below SB_WAITQ_LONE_MIN (the first page is never mapped), so
+ * a word whose bits from SB_WAITQ_LONE_SHIFT up read 1 to 15 holds no
+ * address: a primitive may keep a small count there while NONEMPTY, with
+ * its waiters in the queue (the mutex's unlock budget, src/mutex.c).
  */
 #ifndef SYNCBAND_SRC_LONE_H
 #define SYNCBAND_SRC_LONE_H
 
+#include <assert.h>
+
 #include "waitq.h"
 
 #define SB_WAITQ_LONE_LOW (((size_t)1 << SB_WAITQ_LONE_SHIFT) - 1)
+#define SB_WAITQ_LONE_MIN ((size_t)256)
 
 /* Lone form: the word carries a lone waiter's address (see the top of the file). */
 static inline bool sb_waitq_is_lone(size_t state)
 {
-	return (state & SB_WAITQ_NONEMPTY) && (state >> SB_WAITQ_LONE_SHIFT) != 0;
+	return (state & SB_WAITQ_NONEMPTY) && state >= SB_WAITQ_LONE_MIN;
 }
 
 static inline sb_waiter *sb_waitq_lone(size_t state)
@@ -78,6 +86,7 @@ static inline size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
  */
 static inline void sb_waiter_prepare_lone(sb_waiter *w, const sb_waker *waker, sb_waker *clone)
 {
+	assert((uintptr_t)w >= SB_WAITQ_LONE_MIN); /* its address must read as one */
 	sb_waker_clone_once(waker, clone);
 	w->next = w->prev = NULL;
 	w->waker = *clone;

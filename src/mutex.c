@@ -59,6 +59,24 @@
  * mutex is free, and leaves the queue holding it; or it re-arms at the
  * front, with a new clone of its waker.
  *
+ * The unlock budget: an unlock that finds the head WOKEN has nothing to do
+ * but clear LOCKED, unless it is the one that compares the head with the
+ * bound (below).  So the unlock that leaves a timed head WOKEN also writes,
+ * in bits 4-7 of the word (with NONEMPTY, and no lone address: src/lone.h),
+ * how many unlocks may go by before that check, and counts them in the
+ * head's unlocks_at_front at once; each of them is one CAS that clears
+ * LOCKED and takes one from the budget, without the queue lock.  Whoever
+ * ends the head's WOKEN state under the lock (its retry, its cancel) clears
+ * the budget, and a retry that re-arms takes what was left of it back out
+ * of unlocks_at_front, so the head is checked at exactly the unlocks it was
+ * checked at before there was a budget.  Bits 4-7 are nonzero only while
+ * the head is WOKEN, nobody hands off, and no lock is held; an unlock that
+ * finds them zero takes the queue lock as below.  With 8 and 16 threads on
+ * 2 cores, the bargers' unlocks were most of the queue lock's traffic:
+ * taken off the lock, 8 and 16 blocking threads ran 24 and 34 percent fewer
+ * nanoseconds an operation, and 8 and 16 executor threads with pinned tasks
+ * 30 percent fewer.
+ *
  * Starvation: a waiter is timed (sb_mutex_lock.passed_since) from the
  * first time a barger passes it: an unlock that finds the head still WOKEN
  * (a barger took the mutex before the head could try), or a woken head that
@@ -181,6 +199,23 @@ static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 	}
 }
 
+/* The unlock budget (see the top of the file): bits 4-7 of the word. */
+#define MUTEX_BUDGET_ONE ((size_t)1 << SB_WAITQ_LONE_SHIFT)
+#define MUTEX_BUDGET_BITS ((size_t)15 << SB_WAITQ_LONE_SHIFT)
+_Static_assert(MUTEX_BUDGET_BITS < SB_WAITQ_LONE_MIN, "a budget must never read as a lone address");
+
+/* Whether `state`, a word without the queue lock held, carries an unlock budget. */
+static inline bool mutex_has_budget(size_t state)
+{
+	return state - MUTEX_BUDGET_ONE < MUTEX_BUDGET_BITS; /* bits 4-7 nonzero, none above */
+}
+
+/* The unlocks left in the budget of `state`, which holds no lone address. */
+static inline uint32_t mutex_budget_of(size_t state)
+{
+	return (uint32_t)((state & MUTEX_BUDGET_BITS) >> SB_WAITQ_LONE_SHIFT);
+}
+
 /*
  * An unlock compares a timed head with the bound at the first unlock that
  * finds it timed and then at every 16th, timing newcomers as it goes: a
@@ -193,22 +228,44 @@ static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 static const uint32_t MUTEX_UNLOCKS_PER_CHECK = 16;
 
 /*
+ * Under the queue lock, a timed head that this unlock leaves WOKEN: lets the
+ * unlocks up to its next check go by without the lock, counting them now.
+ */
+static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
+{
+	uint32_t budget = (MUTEX_UNLOCKS_PER_CHECK - f->unlocks_at_front % MUTEX_UNLOCKS_PER_CHECK) %
+			  MUTEX_UNLOCKS_PER_CHECK;
+	assert(budget * MUTEX_BUDGET_ONE <= MUTEX_BUDGET_BITS);
+	f->unlocks_at_front += budget;
+	/* relaxed: nobody reads the budget while we hold the lock (its bits
+	 * count only in a word without HELD); our unlock's release publishes
+	 * it.  An RMW, not a store: a waiter may set PARKED meanwhile. */
+	atomic_fetch_add_explicit(&m->q.state, budget * MUTEX_BUDGET_ONE, memory_order_relaxed);
+}
+
+/*
  * Under the queue lock, a head that a barger has passed (now, if `first`):
  * whether it was passed longer ago than the bound, looking at the clock
- * only when it is its turn (timing the newcomers then).  Out of line: the
+ * only when it is its turn (timing the newcomers then); if not, this unlock
+ * leaves it WOKEN, with a budget up to its next turn.  Out of line: the
  * common unlock, a head nobody passed, then needs no more registers than it
  * did before there was a clock (mutex/four-queued-waiters counts them).
  */
 __attribute__((noinline)) static bool mutex_head_starves_locked(sb_mutex *m, sb_mutex_lock *f,
 								 bool first)
 {
-	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0)
+	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0) {
+		mutex_grant_budget_locked(m, f);
 		return false;
+	}
 	uint64_t now = sb__clock_now_ns();
 	mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
 	if (first)
 		f->unlocks_at_front = 1; /* this unlock was its first check */
-	return now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS;
+	if (now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS)
+		return true;
+	mutex_grant_budget_locked(m, f);
+	return false;
 }
 
 /*
@@ -361,6 +418,16 @@ int sb_mutex_unlock_slow(sb_mutex *m)
 				return 0;
 			continue;
 		}
+		if (mutex_has_budget(state)) {
+			/* Past a woken head, not its check: as a plain unlock
+			 * (release: the next holder sees our critical section). */
+			if (atomic_compare_exchange_weak_explicit(&m->q.state, &state,
+								  state - SB_MUTEX_STATE_LOCKED - MUTEX_BUDGET_ONE,
+								  memory_order_release,
+								  memory_order_relaxed))
+				return 0;
+			continue;
+		}
 		if (sb_waitq_is_lone(state) && mutex_is_fifo(m)) {
 			/* Hand it to the lone waiter: still LOCKED, now its. */
 			if (sb_waitq_claim_lone(&m->q, &state, SB_MUTEX_STATE_LOCKED))
@@ -443,10 +510,11 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	}
 	size_t r = sb_waiter_remaining_locked(node);
 	if (r == SB_WAITER_GRANTED || !(state & SB_MUTEX_STATE_LOCKED)) {
-		/* Handed the mutex (detached), or took it: leave the queue. */
+		/* Handed the mutex (detached), or took it: leave the queue, and
+		 * its budget with it (the next head is not woken). */
 		if (r != SB_WAITER_GRANTED)
 			(void)sb_waitq_unlink(&m->q, node); /* its waker was spent */
-		sb_waitq_unlock(&m->q);
+		sb_waitq_unlock_update(&m->q, MUTEX_BUDGET_BITS, 0);
 		sb_waker_drop_if(clone);
 		return 0;
 	}
@@ -454,9 +522,10 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	assert(r == SB_WAITER_WOKEN);
 	if (!f->passed_since)
 		mutex_time_passed_locked(m, sb__clock_now_ns());
+	f->unlocks_at_front -= mutex_budget_of(state); /* counted, never used */
 	node->waker = clone;
 	sb_waiter_set_remaining_locked(node, 1);
-	sb_waitq_unlock(&m->q);
+	sb_waitq_unlock_update(&m->q, MUTEX_BUDGET_BITS, 0); /* re-armed: unlocks wake it */
 	return SB_PENDING;
 }
 
@@ -488,7 +557,7 @@ static void mutex_pass_wake_and_unlock(sb_mutex *m)
 	/* A holder's unlock wakes the new head; only a free mutex needs us. */
 	if (head && !(mutex_load(m) & SB_MUTEX_STATE_LOCKED))
 		mutex_wake_locked(head, &batch);
-	sb_waitq_unlock(&m->q);
+	sb_waitq_unlock_update(&m->q, MUTEX_BUDGET_BITS, 0); /* the budget was the woken one's */
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
 

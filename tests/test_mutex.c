@@ -513,6 +513,80 @@ static void a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_t
 }
 
 /*
+ * The unlock budget in `m`'s word (src/mutex.c): bits 4-7, nonzero only
+ * with the waiters queued and the head woken.
+ */
+static size_t unlock_budget(sb_mutex *m)
+{
+	size_t high = atomic_load(&m->q.state) >> SB_WAITQ_LONE_SHIFT;
+	assert_true(high < 16); /* never a lone address while a head is woken */
+	return high;
+}
+
+/*
+ * An unlock that finds the head woken and is not due to check it has only to
+ * free the mutex: the unlock that last took the queue lock leaves a budget of
+ * such unlocks in the word, up to the head's next check, and each of them
+ * takes one from it with one CAS instead of taking the queue lock.
+ */
+static void unlocks_between_the_checks_of_a_woken_head_spend_a_budget_left_in_the_word(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0]: not timed, no budget */
+	assert_int_equal(unlock_budget(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the first pass: timed, checked */
+	for (size_t left = UNLOCKS_PER_CHECK - 1; left > 0; left--) {
+		assert_int_equal(unlock_budget(&m), left);
+		assert_int_equal(sb_mutex_try_lock(&m), 0);
+		assert_int_equal(sb_mutex_unlock(&m), 0);
+	}
+	assert_int_equal(unlock_budget(&m), 0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* the next check, under the lock */
+	assert_int_equal(unlock_budget(&m), UNLOCKS_PER_CHECK - 1);
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* none of them woke it again */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(unlock_budget(&m), 0); /* it left with the budget */
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
+ * A woken head whose retry loses re-arms, and the unlocks of its budget it
+ * never saw are not counted: it is checked at the 16th unlock after the
+ * pass, as if there were no budget.
+ */
+static void a_head_that_re_arms_mid_budget_is_still_checked_at_the_16th_unlock_after_the_pass(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f[1];
+	counting_waker c[1];
+	hold_with_queued(&m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0); /* passed: timed, checked */
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
+	enum { BEFORE_RETRY = 5 };
+	assert_int_equal(unlocks_until_handed_over(&m, BEFORE_RETRY), BEFORE_RETRY + 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* loses: re-armed */
+	assert_int_equal(unlock_budget(&m), 0);
+	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK),
+			 UNLOCKS_PER_CHECK - BEFORE_RETRY);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
+/*
  * A clock read costs as much as the rest of a contended unlock, so a passed
  * head is compared with the bound when it is first passed and then at every
  * 16th unlock that finds it: past the bound, the 16th unlock after the pass
@@ -1008,6 +1082,8 @@ int main(void)
 		cmocka_unit_test(a_reused_lock_future_does_not_inherit_when_it_last_lost),
 		cmocka_unit_test(a_woken_waiter_that_never_runs_is_handed_the_mutex_once_passed_for_the_bound),
 		cmocka_unit_test(a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_16th_unlock_after),
+		cmocka_unit_test(unlocks_between_the_checks_of_a_woken_head_spend_a_budget_left_in_the_word),
+		cmocka_unit_test(a_head_that_re_arms_mid_budget_is_still_checked_at_the_16th_unlock_after_the_pass),
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front),
 		cmocka_unit_test(a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mutex_half_a_bound_after_it),

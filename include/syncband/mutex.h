@@ -122,7 +122,10 @@ typedef struct sb_mutex {
  *
  *   bit 3    SB_MUTEX_STATE_LOCKED   someone holds the mutex (or is being
  *                                    handed it)
- *   bits 4-  a lone waiter's address (with NONEMPTY), or 0
+ *   bits 4-  a lone waiter's address (with NONEMPTY), or 0; or, eventually
+ *            fair mode, with NONEMPTY and the waiters queued, 1 to 15 in
+ *            bits 4-7: unlocks that may pass the woken first waiter
+ *            without the queue's lock (src/mutex.c)
  *
  * A free mutex nobody waits for is 0 and a held one nobody waits for is
  * LOCKED alone: the inline lock is CAS(0 -> LOCKED) and the inline unlock
@@ -145,7 +148,8 @@ typedef struct sb_mutex_lock {
 	 * waits) */
 	uint64_t passed_since;
 	int status;
-	uint32_t unlocks_at_front; /* unlocks that found it first, once timed */
+	uint32_t unlocks_at_front; /* unlocks that found it first, once timed, and
+				    * those its unlock budget lets by */
 } sb_mutex_lock;
 
 /* Initialises an unlocked, eventually fair mutex.  Always returns 0. */

@@ -850,6 +850,54 @@ static void mtx14_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
+/*
+ * A woken head that bargers pass (first pass, so timed) and a barger holding
+ * the mutex again: its unlock is one of those the unlock budget lets by
+ * without the queue lock (src/mutex.c).  Raced by the head's retry, and by
+ * its cancel.
+ */
+static bool mutex_word_has_budget(mutex_ctx *c)
+{
+	size_t high = atomic_load(&c->m.q.state) >> SB_WAITQ_LONE_SHIFT;
+	return high >= 1 && high <= 15;
+}
+static void mtx15_setup(void *p)
+{
+	mutex_ctx *c = p;
+	mtx5_setup(p); /* f[0] woken, f[1] behind it, the mutex free */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the first pass: times both */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(mutex_word_has_budget(c));
+}
+static void mtx15_t0(void *p)
+{
+	mutex_ctx *c = p;
+	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
+	if (c->r[0] == 0)
+		consume(&c->payload);
+}
+static void mtx15_check(void *p)
+{
+	mutex_ctx *c = p;
+	if (c->r[0] == SB_PENDING) {
+		/* tried while the barger held it: re-armed, so the unlock took
+		 * the queue lock and woke it again */
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
+	} else {
+		MODEL_CHECK(c->r[0] == 0);
+	}
+	MODEL_CHECK(!mutex_word_has_budget(c)); /* it left with its budget */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
 static void mtx3_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1771,6 +1819,10 @@ static const sb_model_scenario scenarios[] = {
 	  2, sizeof(mutex_ctx), mtx11_setup, { mtx1_t1, mtx_barger }, mtx11_check },
 	{ "fair mutex: a phase's last handoff racing a newcomer's queueing and cancel", 2,
 	  sizeof(mutex_ctx), mtx14_setup, { mtx1_t1, mtx14_t1 }, mtx14_check },
+	{ "fair mutex: an unlock within the woken head's budget racing its retry", 2,
+	  sizeof(mutex_ctx), mtx15_setup, { mtx15_t0, mtx1_t1 }, mtx15_check },
+	{ "fair mutex: an unlock within the woken head's budget racing its cancel", 2,
+	  sizeof(mutex_ctx), mtx15_setup, { mtx6_t0, mtx1_t1 }, mtx6_check },
 	{ "fair mutex: a blocked thread's wake racing a barger", 2, sizeof(mutex_ctx),
 	  mutex_setup_locked, { mtx12_t0, mtx12_t1 }, mtx12_check },
 	{ "fair mutex: a blocked thread woken, a task queueing and the thread's timeout",

@@ -524,6 +524,20 @@ static size_t unlock_budget(sb_mutex *m)
 }
 
 /*
+ * A mutex held by a barger that has passed its woken head, f[0], once: the
+ * head is timed from that pass, which checked it against the bound.
+ */
+static void hold_past_a_woken_head(sb_mutex *m, sb_mutex_lock *f, counting_waker *c)
+{
+	hold_with_queued(m, 1, f, c);
+	assert_int_equal(sb_mutex_unlock(m), 0); /* wakes f[0]: not timed, no budget */
+	assert_int_equal(unlock_budget(m), 0);
+	assert_int_equal(sb_mutex_try_lock(m), 0);
+	assert_int_equal(sb_mutex_unlock(m), 0); /* the first pass: timed, checked */
+	assert_int_equal(sb_mutex_try_lock(m), 0);
+}
+
+/*
  * An unlock that finds the head woken and is not due to check it has only to
  * free the mutex: the unlock that last took the queue lock leaves a budget of
  * such unlocks in the word, up to the head's next check, and each of them
@@ -535,18 +549,13 @@ static void unlocks_between_the_checks_of_a_woken_head_spend_a_budget_left_in_th
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
-	hold_with_queued(&m, 1, f, c);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0]: not timed, no budget */
-	assert_int_equal(unlock_budget(&m), 0);
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* the first pass: timed, checked */
+	hold_past_a_woken_head(&m, f, c);
 	for (size_t left = UNLOCKS_PER_CHECK - 1; left > 0; left--) {
 		assert_int_equal(unlock_budget(&m), left);
-		assert_int_equal(sb_mutex_try_lock(&m), 0);
 		assert_int_equal(sb_mutex_unlock(&m), 0);
+		assert_int_equal(sb_mutex_try_lock(&m), 0);
 	}
 	assert_int_equal(unlock_budget(&m), 0);
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
 	assert_int_equal(sb_mutex_unlock(&m), 0); /* the next check, under the lock */
 	assert_int_equal(unlock_budget(&m), UNLOCKS_PER_CHECK - 1);
 	assert_int_equal(atomic_load(&c[0].wakes), 1); /* none of them woke it again */
@@ -568,11 +577,7 @@ static void a_head_that_re_arms_mid_budget_is_still_checked_at_the_16th_unlock_a
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
-	hold_with_queued(&m, 1, f, c);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* passed: timed, checked */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	hold_past_a_woken_head(&m, f, c);
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 	enum { BEFORE_RETRY = 5 };
 	assert_int_equal(unlocks_until_handed_over(&m, BEFORE_RETRY), BEFORE_RETRY + 1);
@@ -598,11 +603,7 @@ static void a_passed_head_is_checked_against_the_bound_when_passed_and_at_every_
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_mutex_lock f[1];
 	counting_waker c[1];
-	hold_with_queued(&m, 1, f, c);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* wakes f[0] */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
-	assert_int_equal(sb_mutex_unlock(&m), 0); /* passed: timed, checked */
-	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	hold_past_a_woken_head(&m, f, c);
 	fake_now += SB_MUTEX_FAIRNESS_BOUND_NS + 1;
 	assert_int_equal(unlocks_until_handed_over(&m, 2 * UNLOCKS_PER_CHECK), UNLOCKS_PER_CHECK);
 	assert_int_equal(poll_with(&f[0], &c[0]), 0);

@@ -870,13 +870,6 @@ static void mtx15_setup(void *p)
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(mutex_word_has_budget(c));
 }
-static void mtx15_t0(void *p)
-{
-	mutex_ctx *c = p;
-	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
-	if (c->r[0] == 0)
-		consume(&c->payload);
-}
 static void mtx15_check(void *p)
 {
 	mutex_ctx *c = p;
@@ -1820,7 +1813,7 @@ static const sb_model_scenario scenarios[] = {
 	{ "fair mutex: a phase's last handoff racing a newcomer's queueing and cancel", 2,
 	  sizeof(mutex_ctx), mtx14_setup, { mtx1_t1, mtx14_t1 }, mtx14_check },
 	{ "fair mutex: an unlock within the woken head's budget racing its retry", 2,
-	  sizeof(mutex_ctx), mtx15_setup, { mtx15_t0, mtx1_t1 }, mtx15_check },
+	  sizeof(mutex_ctx), mtx15_setup, { mtx10_t1, mtx1_t1 }, mtx15_check },
 	{ "fair mutex: an unlock within the woken head's budget racing its cancel", 2,
 	  sizeof(mutex_ctx), mtx15_setup, { mtx6_t0, mtx1_t1 }, mtx6_check },
 	{ "fair mutex: a blocked thread's wake racing a barger", 2, sizeof(mutex_ctx),

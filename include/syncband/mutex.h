@@ -29,7 +29,8 @@
  *     timed.  (An unlock compares the oldest waiter with the bound when it is
  *     first passed and at every 16th unlock after, a clock read being as
  *     costly as the rest of the unlock: a handoff may come up to 15 of the
- *     bargers' critical sections late.)  So an acquire waits, from the first
+ *     bargers' critical sections late.  The unlocks in between are one CAS
+ *     each, without the queue's lock.)  So an acquire waits, from the first
  *     barger that passes it, about the bound plus the handoffs of its own
  *     phase (critical sections and wake-ups of their holders); one that
  *     queued during a phase, the rest of that phase, half a bound (or as long

@@ -70,8 +70,9 @@
  * the budget, and a retry that re-arms takes what was left of it back out
  * of unlocks_at_front, so the head is checked at exactly the unlocks it was
  * checked at before there was a budget.  Bits 4-7 are nonzero only while
- * the head is WOKEN, nobody hands off, and no lock is held; an unlock that
- * finds them zero takes the queue lock as below.  With 8 and 16 threads on
+ * the head is WOKEN and nobody hands off; an unlock spends them only from a
+ * word without the queue lock held, and one that finds them zero takes the
+ * queue lock as below.  With 8 and 16 threads on
  * 2 cores, the bargers' unlocks were most of the queue lock's traffic:
  * taken off the lock, 8 and 16 blocking threads ran 24 and 34 percent fewer
  * nanoseconds an operation, and 8 and 16 executor threads with pinned tasks

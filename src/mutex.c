@@ -255,16 +255,14 @@ static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
 __attribute__((noinline)) static bool mutex_head_starves_locked(sb_mutex *m, sb_mutex_lock *f,
 								 bool first)
 {
-	if (!first && f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK != 0) {
-		mutex_grant_budget_locked(m, f);
-		return false;
+	if (first || f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK == 0) {
+		uint64_t now = sb__clock_now_ns();
+		mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
+		if (first)
+			f->unlocks_at_front = 1; /* this unlock was its first check */
+		if (now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS)
+			return true;
 	}
-	uint64_t now = sb__clock_now_ns();
-	mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
-	if (first)
-		f->unlocks_at_front = 1; /* this unlock was its first check */
-	if (now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS)
-		return true;
 	mutex_grant_budget_locked(m, f);
 	return false;
 }

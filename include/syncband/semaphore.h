@@ -10,15 +10,16 @@
  *     waiters, release() is a single atomic read-modify-write and takes no lock.
  *   - try_acquire() never takes permits past a queued waiter.
  *   - The strict order has a price when more threads or tasks contend than
- *     there are permits and cores: once one waits, every acquire queues and
- *     every release hands its permit to the oldest waiter, so while they
- *     keep coming back the queue never drains and each acquire costs a
- *     handoff (a wake-up when the waiter's thread sleeps).  On a 2-core
- *     machine with 5 permits, 16 blocking threads then take about 1.2 us an
- *     acquire and release, against 50 ns for sem_t, which lets a newcomer
- *     take a released permit ahead of its sleepers (so does async-lock's
- *     semaphore) and bounds no wait.  With no more contenders than permits
- *     nobody waits.
+ *     there are permits, on more threads than cores: once one waits (every
+ *     permit held, most by threads the kernel preempted), every acquire
+ *     queues and every release hands its permit to the oldest waiter, so
+ *     while they keep coming back the queue never drains and each acquire
+ *     costs a handoff (a wake-up when the waiter's thread sleeps).  On a
+ *     2-core machine with 5 permits, 16 blocking threads then take about
+ *     1.2 us an acquire and release, against 50 ns for sem_t, which lets a
+ *     newcomer take a released permit ahead of its sleepers (so does
+ *     async-lock's semaphore) and bounds no wait.  With no more contenders
+ *     than permits nobody waits.
  *   - Cancelling a waiter returns what it was granted (partly or fully) to the
  *     next waiter, or to the counter when nobody waits.
  *   - close() completes every waiter with -ESHUTDOWN (their partial grants go

@@ -712,8 +712,12 @@ static void mtx6_check(void *p)
 
 /*
  * The model's clock, moved by the setup (src/clock.h); installed for every
- * scenario (main): a mutex waiter is timed from when it queued, and real time
- * passing between a setup and its threads would change what an unlock does.
+ * scenario (main): a mutex waiter is timed from when a barger first passes
+ * it, and real time passing between a setup and its threads would change
+ * what an unlock does.  Nothing resets it between scenarios, so every setup
+ * whose unlocks read it sets it first: a scenario then runs alone
+ * (SB_MODEL_SCENARIO) as it runs in the suite.  (Left at 0, a waiter first
+ * passed then is timed as 1, 0 meaning never, and looks overdue at once.)
  */
 static uint64_t model_now;
 static uint64_t model_clock(void)
@@ -864,6 +868,7 @@ static bool mutex_word_has_budget(mutex_ctx *c)
 static void mtx15_setup(void *p)
 {
 	mutex_ctx *c = p;
+	model_now = 1000;
 	mtx5_setup(p); /* f[0] woken, f[1] behind it, the mutex free */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the first pass: times both */
@@ -887,6 +892,46 @@ static void mtx15_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
 	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+
+/*
+ * The same budget, a lone waiter woken and passed (so adopted into the
+ * queue and timed): the holder's unlock within it racing a newcomer's first
+ * poll, which takes the mutex if the unlock came first (and reads what the
+ * holder wrote) or queues behind the woken head, the queue lock it takes
+ * for that keeping the budget.
+ */
+static void mtx16_setup(void *p)
+{
+	mutex_ctx *c = p;
+	model_now = 1000;
+	mtx3_setup(p); /* f[0] waits alone */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* wakes it, into the queue */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the first pass: times it */
+	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
+	MODEL_CHECK(mutex_word_has_budget(c));
+}
+static void mtx16_check(void *p)
+{
+	mutex_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1); /* the budget's unlocks wake nobody */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0);
+	if (c->r[1] == 0)
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the newcomer barged */
+	else
+		MODEL_CHECK(c->r[1] == SB_PENDING);
+	MODEL_CHECK(mutex_word_has_budget(c));
+	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0); /* the head's retry takes it */
+	MODEL_CHECK(!mutex_word_has_budget(c)); /* and leaves with the budget */
+	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	if (c->r[1] == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
+		MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
+		MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
+	}
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
@@ -1816,6 +1861,8 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(mutex_ctx), mtx15_setup, { mtx10_t1, mtx1_t1 }, mtx15_check },
 	{ "fair mutex: an unlock within the woken head's budget racing its cancel", 2,
 	  sizeof(mutex_ctx), mtx15_setup, { mtx6_t0, mtx1_t1 }, mtx6_check },
+	{ "fair mutex: an unlock within the woken head's budget racing a newcomer", 2,
+	  sizeof(mutex_ctx), mtx16_setup, { mtx1_t1, mtx8_t2 }, mtx16_check },
 	{ "fair mutex: a blocked thread's wake racing a barger", 2, sizeof(mutex_ctx),
 	  mutex_setup_locked, { mtx12_t0, mtx12_t1 }, mtx12_check },
 	{ "fair mutex: a blocked thread woken, a task queueing and the thread's timeout",

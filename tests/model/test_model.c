@@ -534,13 +534,36 @@ typedef struct mutex_ctx {
 	int payload;
 } mutex_ctx;
 
+/*
+ * The model's clock (src/clock.h), installed for every scenario (main): a
+ * mutex waiter is timed from when a barger first passes it, and real time
+ * passing between a setup and its threads would change what an unlock does.
+ * A setup moves it forward; model_mutex_init, which makes every scenario's
+ * mutex, first starts it at MODEL_CLOCK_START, so an unlock reads the same
+ * time in every execution, whichever scenario ran before (at 0, a waiter
+ * first passed then would be timed as 1, 0 meaning never, and look overdue
+ * at once).
+ */
+static uint64_t model_now;
+static const uint64_t MODEL_CLOCK_START = 1000;
+static uint64_t model_clock(void)
+{
+	return model_now;
+}
+
+static void model_mutex_init(sb_mutex *m, bool fifo)
+{
+	model_now = MODEL_CLOCK_START;
+	if (fifo)
+		sb_mutex_init_fifo(m);
+	else
+		sb_mutex_init(m);
+}
+
 static void mutex_setup_locked_in(void *p, bool fifo)
 {
 	mutex_ctx *c = p;
-	if (fifo)
-		sb_mutex_init_fifo(&c->m);
-	else
-		sb_mutex_init(&c->m);
+	model_mutex_init(&c->m, fifo);
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	counting_waker_init(&c->w[0]);
 	counting_waker_init(&c->w[1]);
@@ -675,16 +698,21 @@ static void mtx5_t0(void *p)
 	mutex_ctx *c = p;
 	c->r[0] = poll_lock(&c->f[0], &c->w[0]);
 }
-static void mtx5_check(void *p)
+/* After the woken head f[0] retried (r[0]): it holds the mutex. */
+static void mutex_woken_head_took_it(mutex_ctx *c)
 {
-	mutex_ctx *c = p;
 	if (c->r[0] == SB_PENDING) {
-		/* lost to the barger: still at the front, woken by its unlock */
+		/* lost to the holder: re-armed at the front, woken by its unlock */
 		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
 		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
 	} else {
 		MODEL_CHECK(c->r[0] == 0);
 	}
+}
+/* f[0] holding the mutex, f[1] queued behind it and never woken: f[1] gets
+ * it next, and then nothing is left. */
+static void mutex_second_takes_it_last(mutex_ctx *c)
+{
 	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0); /* one woken at a time */
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
@@ -692,6 +720,11 @@ static void mtx5_check(void *p)
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+}
+static void mtx5_check(void *p)
+{
+	mutex_woken_head_took_it(p);
+	mutex_second_takes_it_last(p);
 }
 
 /* The first woken waiter cancelled, racing a barger: the wake is passed on. */
@@ -710,20 +743,6 @@ static void mtx6_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
-/*
- * The model's clock, moved by the setup (src/clock.h); installed for every
- * scenario (main): a mutex waiter is timed from when a barger first passes
- * it, and real time passing between a setup and its threads would change
- * what an unlock does.  Nothing resets it between scenarios, so every setup
- * whose unlocks read it sets it first: a scenario then runs alone
- * (SB_MODEL_SCENARIO) as it runs in the suite.  (Left at 0, a waiter first
- * passed then is timed as 1, 0 meaning never, and looks overdue at once.)
- */
-static uint64_t model_now;
-static uint64_t model_clock(void)
-{
-	return model_now;
-}
 
 /*
  * The holder (the setup) gives the mutex back and takes it again `n` times,
@@ -744,7 +763,6 @@ static void mutex_barge(mutex_ctx *c, int n)
 static void mtx7_setup(void *p)
 {
 	mutex_ctx *c = p;
-	model_now = 1000;
 	mtx5_setup(p); /* the first unlock that finds f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: timed */
@@ -758,7 +776,6 @@ static void mtx7_setup(void *p)
 static void mtx10_setup(void *p)
 {
 	mutex_ctx *c = p;
-	model_now = 1000;
 	mtx3_setup(p);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* wakes f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
@@ -802,7 +819,6 @@ static void mtx7_check(void *p)
 static void mtx11_setup(void *p)
 {
 	mutex_ctx *c = p;
-	model_now = 1000;
 	mtx5_setup(p); /* wakes f[0] */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == SB_PENDING); /* lost: both timed */
@@ -869,7 +885,6 @@ static bool mutex_word_has_budget(mutex_ctx *c)
  * pass, timing the queue) and takes the mutex again, within the budget. */
 static void mutex_hold_within_budget(mutex_ctx *c)
 {
-	model_now = 1000;
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
 	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0); /* the first pass */
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
@@ -883,22 +898,10 @@ static void mtx15_setup(void *p)
 static void mtx15_check(void *p)
 {
 	mutex_ctx *c = p;
-	if (c->r[0] == SB_PENDING) {
-		/* tried while the barger held it: re-armed, so the unlock took
-		 * the queue lock and woke it again */
-		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
-		MODEL_CHECK(poll_lock(&c->f[0], &c->w[0]) == 0);
-	} else {
-		MODEL_CHECK(c->r[0] == 0);
-	}
+	/* (re-armed, the unlock took the queue lock to wake it again) */
+	mutex_woken_head_took_it(c);
 	MODEL_CHECK(!mutex_word_has_budget(c)); /* it left with its budget */
-	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
-	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
-	MODEL_CHECK(poll_lock(&c->f[1], &c->w[1]) == 0);
-	MODEL_CHECK(sb_mutex_unlock(&c->m) == 0);
-	MODEL_CHECK(sb_mutex_destroy(&c->m) == 0);
-	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	mutex_second_takes_it_last(c);
 }
 
 /*
@@ -1100,7 +1103,7 @@ typedef struct cv_ctx {
 static void cv_setup_two_waits(void *p)
 {
 	cv_ctx *c = p;
-	sb_mutex_init(&c->m);
+	model_mutex_init(&c->m, false);
 	sb_condvar_init(&c->cv);
 	for (int i = 0; i < 2; i++) {
 		counting_waker_init(&c->w[i]);
@@ -1137,7 +1140,7 @@ static void cv1_check(void *p)
 static void cv2_setup(void *p)
 {
 	cv_ctx *c = p;
-	sb_mutex_init(&c->m);
+	model_mutex_init(&c->m, false);
 	sb_condvar_init(&c->cv);
 	counting_waker_init(&c->w[0]);
 	MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);
@@ -1596,7 +1599,7 @@ static void bc_cv_setup(void *p)
 	bcast_ctx *c = p;
 	c->cancelled = 2;
 	sb_condvar_init(&c->cv);
-	sb_mutex_init(&c->m);
+	model_mutex_init(&c->m, false);
 	for (int i = 0; i < 3; i++) {
 		counting_waker_init(&c->w[i]);
 		MODEL_CHECK(sb_mutex_try_lock(&c->m) == 0);

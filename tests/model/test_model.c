@@ -743,7 +743,6 @@ static void mtx6_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
-
 /*
  * The holder (the setup) gives the mutex back and takes it again `n` times,
  * as bargers do.  An unlock compares a passed head with the bound when it is
@@ -898,7 +897,7 @@ static void mtx15_setup(void *p)
 static void mtx15_check(void *p)
 {
 	mutex_ctx *c = p;
-	/* (re-armed, the unlock took the queue lock to wake it again) */
+	/* (a head that lost its retry re-armed: the unlock took the lock to wake it) */
 	mutex_woken_head_took_it(c);
 	MODEL_CHECK(!mutex_word_has_budget(c)); /* it left with its budget */
 	mutex_second_takes_it_last(c);

@@ -237,6 +237,8 @@ static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
 	uint32_t budget = (MUTEX_UNLOCKS_PER_CHECK - f->unlocks_at_front % MUTEX_UNLOCKS_PER_CHECK) %
 			  MUTEX_UNLOCKS_PER_CHECK;
 	assert(budget * MUTEX_BUDGET_ONE <= MUTEX_BUDGET_BITS);
+	if (budget == 0)
+		return; /* the next unlock is its check: nothing to let by */
 	f->unlocks_at_front += budget;
 	/* relaxed: nobody reads the budget while we hold the lock (its bits
 	 * count only in a word without HELD); our unlock's release publishes

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The spin-wait hint shared by every spinning loop in the library. */
+/* The spin-wait hint and the core count shared by every spinning loop in the library. */
 #ifndef SYNCBAND_SRC_CPU_H
 #define SYNCBAND_SRC_CPU_H
+
+#include <stdatomic.h>
+#include <unistd.h>
 
 static inline void sb_cpu_relax(void)
 {
@@ -10,6 +13,21 @@ static inline void sb_cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+/* The cores online (at least 1), read once per translation unit. */
+static inline unsigned sb_cpu_count(void)
+{
+	static _Atomic int cached = -1;
+	/* relaxed: a cached sysconf() result; racing writers store the same. */
+	int n = atomic_load_explicit(&cached, memory_order_relaxed);
+	if (n < 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cpus > 1 ? (int)cpus : 1;
+		/* relaxed: as above. */
+		atomic_store_explicit(&cached, n, memory_order_relaxed);
+	}
+	return (unsigned)n;
 }
 
 #endif

@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <syncband/blocking.h>
 
@@ -57,15 +56,7 @@ static _Atomic unsigned park_spinners;
 
 static unsigned park_spin_slots(void)
 {
-	static _Atomic int slots = -1;
-	/* relaxed: a cached sysconf() result; racing writers store the same. */
-	int n = atomic_load_explicit(&slots, memory_order_relaxed);
-	if (n < 0) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		n = cpus > 1 ? (int)cpus - 1 : 0;
-		atomic_store_explicit(&slots, n, memory_order_relaxed);
-	}
-	return (unsigned)n;
+	return sb_cpu_count() - 1;
 }
 
 bool sb_park_take_spin_slot(void)

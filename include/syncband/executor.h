@@ -44,6 +44,15 @@
  * no data, so ThreadSanitizer sees every hand-over.  The owner publishes
  * "sleeping", re-checks its inbox, and only then enters the kernel.
  *
+ * Idle spinning: before it sleeps, an idle loop watches its inbox for a few
+ * microseconds; and while the process runs no more executor loops than
+ * there are cores and another loop is awake, for up to 50 us more, calling
+ * sched_yield() between looks (at most half the cores spin so at once).  A
+ * task handed a mutex or a permit by a task on another thread then runs
+ * without its thread's wake-up, which costs tens of microseconds on a
+ * virtual machine.  An idle process's loops sleep at once, and with more
+ * loops than cores none spins that long.
+ *
  * Timers: sleep futures are kept, intrusively, in a per-executor binary
  * min-heap of their deadlines (O(log n) to arm, fire or cancel one; equal
  * deadlines fire in the order they were armed); before the owner sleeps it

@@ -231,6 +231,9 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group 
 
 /* executor.c */
 int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root);
+/* A waker that flipped a loop's "sleeping" off and rings it: counts it awake
+ * (the idle spin's count; sb__ring_doorbell calls it). */
+void sb__exec_count_woken(void);
 
 /* timer.c */
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now);

@@ -104,6 +104,7 @@ static void eventfd_ring(int fd)
  */
 void sb__ring_doorbell(sb_executor *src, sb_executor *target)
 {
+	sb__exec_count_woken(); /* the target is awake from now on, for the idle spin */
 	if (src && (src->features & SB_EXECUTOR_FEAT_MSG_RING) &&
 	    (target->features & SB_EXECUTOR_FEAT_MSG_RING)) {
 		struct sb_executor_impl *impl = src->impl;

@@ -45,13 +45,13 @@
  * "sleeping", re-checks its inbox, and only then enters the kernel.
  *
  * Idle spinning: before it sleeps, an idle loop watches its inbox for a few
- * microseconds; and while the process runs no more executor loops than
- * there are cores and another loop is awake, for up to 50 us more, calling
- * sched_yield() between looks (at most half the cores spin so at once).  A
- * task handed a mutex or a permit by a task on another thread then runs
- * without its thread's wake-up, which costs tens of microseconds on a
- * virtual machine.  An idle process's loops sleep at once, and with more
- * loops than cores none spins that long.
+ * microseconds; and while no more of the process's executor loops are awake
+ * than there are cores (a loop rung awake counts from the ring) and another
+ * one is busy, for up to 50 us more, calling sched_yield() between looks (at
+ * most half the cores spin so at once).  A task handed a mutex or a permit
+ * by a task on another thread then runs without its thread's wake-up, which
+ * costs tens of microseconds on a virtual machine.  An idle process's loops
+ * sleep at once.
  *
  * Timers: sleep futures are kept, intrusively, in a per-executor binary
  * min-heap of their deadlines (O(log n) to arm, fire or cancel one; equal

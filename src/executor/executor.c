@@ -60,37 +60,42 @@ static bool spin_for_inbox(sb_executor *ex)
  * inbox (and its ring, a stop request, its earliest timer) for up to
  * IDLE_SPIN_NS, calling sched_yield() between looks, but only while
  *
- *   - the process runs no more executor loops than there are cores: with
- *     more, a spinning loop holds a core that a woken one needs (16 pinned
- *     loops on 2 cores, spinning whenever another loop was awake, ran 4 to
- *     5 times slower);
- *   - another loop is awake, since only a running loop can hand us work
- *     this soon (an idle server's loops sleep at once);
+ *   - no more loops of the process are awake than there are cores, a loop
+ *     that a waker has rung counting as awake from the ring (so a woken loop
+ *     that waits for a core ends the spin at once);
+ *   - another awake loop is not spinning itself, since only a running loop
+ *     can hand us work this soon (an idle server's loops sleep at once);
  *   - at most half the cores (at least one) spin so.
  *
  * Why: when tasks on two threads hand a mutex or a permit back and forth,
  * each handoff to a sleeping loop costs a wake-up of its thread (28 us at the
  * median on the 2-core VM, syncband's own futex probe) while nobody else can
- * take the mutex.  Two pinned executor threads on 2 cores
- * (contention/mutex-2-threads, 7 interleaved runs) ran 27.3 ns an operation
- * at the median without the spin and 22.8 with it, and their longest acquire
- * wait fell from 2.14 to 1.07 ms at the median of the runs.  IDLE_SPIN_NS
- * outlasts that wake-up with room to spare.  The yield lets a thread that
- * the kernel queued behind the spinner on its core run at once, instead of
- * after the spin or at the next tick: without it, 6 of 12 runs of that row
- * waited longer than 2.1 ms (up to 5.4), with it 1 of 12 (3.5).
+ * take the mutex.  With pinned tasks on 4, 8 and 16 executor threads on 2
+ * cores (contention/mutex-N-threads, 7 interleaved runs, medians), the spin
+ * took an operation from 42.6, 64.4 and 71.8 ns to 29.8, 38.7 and 45.5 ns,
+ * and the longest acquire wait from 2.91, 3.77 and 7.12 ms to 1.23, 1.55
+ * and 3.34 ms; on 2 threads, from 22.4-43.7 ns (two modes) to 23.3-27.9 ns
+ * and from 2.28 to 1.09 ms.  IDLE_SPIN_NS outlasts that wake-up with room to
+ * spare.  Two things it needs:
+ *
+ *   - Counting a rung loop as awake before it runs: counted only once it
+ *     returned from the kernel, the spinner kept the core that the woken
+ *     loop was waiting for, and 16 loops on 2 cores ran 4 to 5 times slower.
+ *   - The yield, which lets a thread that the kernel queued behind the
+ *     spinner on its core run at once, instead of after the spin or at the
+ *     next tick: without it, 6 of 12 runs of the 2-thread row waited longer
+ *     than 2.1 ms (up to 5.4), with it 1 of 12 (3.5).
  */
 #define IDLE_SPIN_NS 50000
 #define IDLE_SPIN_LOOKS 64 /* inbox looks (pauses) between two clock reads and yields */
 
 /*
- * Counts over every executor loop of the process: the live ones, the awake
- * ones (live and not asleep in the kernel; a loop rung awake counts from the
- * ring, see sb__exec_count_woken), and the idle spinners.  Relaxed
- * throughout: they only decide whether an idle loop spins a while longer,
- * publish nothing, and a stale value costs a spin or a sleep, never a wake.
+ * Counts over every executor loop of the process: the awake ones (live and
+ * not asleep in the kernel; a loop rung awake counts from the ring, see
+ * sb__exec_count_woken) and the idle spinners.  Relaxed throughout: they
+ * only decide whether an idle loop spins a while longer, publish nothing,
+ * and a stale value costs a spin or a sleep, never a wake.
  */
-static _Atomic unsigned loops_live;
 static _Atomic unsigned loops_awake;
 static _Atomic unsigned idle_spinners;
 
@@ -101,19 +106,18 @@ void sb__exec_count_woken(void)
 }
 
 /*
- * Whether an idle loop may spin: no more loops than cores, and some other
- * loop awake and not spinning itself (two idle spinners would otherwise
- * keep each other spinning).  `self` is 1 before the caller counts among the
- * spinners (it is awake, but not working), 0 once it does.
+ * Whether an idle loop may spin: no more loops awake than cores, and some
+ * other loop awake and not spinning itself (two idle spinners would
+ * otherwise keep each other spinning).  `self` is 1 before the caller counts
+ * among the spinners (it is awake, but not working), 0 once it does.
  */
 static bool idle_spin_allowed(int self)
 {
-	/* relaxed (all three): counts (above); signed, since two relaxed loads
-	 * may see a spinner that is not yet or no longer counted awake. */
-	int live = (int)atomic_load_explicit(&loops_live, memory_order_relaxed);
+	/* relaxed (both): counts (above); signed, since two relaxed loads may
+	 * see a spinner that is not yet or no longer counted awake. */
 	int awake = (int)atomic_load_explicit(&loops_awake, memory_order_relaxed);
 	int spinning = (int)atomic_load_explicit(&idle_spinners, memory_order_relaxed);
-	return live <= (int)sb_cpu_count() && awake - spinning > self;
+	return awake <= (int)sb_cpu_count() && awake - spinning > self;
 }
 
 static bool idle_spin_take_slot(void)
@@ -233,8 +237,7 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 {
 	struct sb_executor_impl *impl = ex->impl;
 	sb_executor *prev = exec_enter(ex);
-	/* relaxed (both): counts (see the idle spin). */
-	atomic_fetch_add_explicit(&loops_live, 1, memory_order_relaxed);
+	/* relaxed: a count (see the idle spin). */
 	atomic_fetch_add_explicit(&loops_awake, 1, memory_order_relaxed);
 	sched_loop_begin(impl, mode);
 	int rc;
@@ -250,9 +253,8 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 			park(ex, mode);
 	}
 	sched_loop_end(impl);
-	/* relaxed (both): counts (see the idle spin). */
+	/* relaxed: a count (see the idle spin). */
 	atomic_fetch_sub_explicit(&loops_awake, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&loops_live, 1, memory_order_relaxed);
 	exec_leave(ex, prev);
 	return rc;
 }

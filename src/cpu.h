@@ -4,6 +4,7 @@
 #define SYNCBAND_SRC_CPU_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 static inline void sb_cpu_relax(void)
@@ -28,6 +29,27 @@ static inline unsigned sb_cpu_count(void)
 		atomic_store_explicit(&cached, n, memory_order_relaxed);
 	}
 	return (unsigned)n;
+}
+
+/*
+ * A spinning slot out of `slots`, counted in `*spinners`: true if there was
+ * one (give it back with sb_cpu_give_slot).  Relaxed: a head count that
+ * publishes nothing; a wrong guess only changes whether a waiter spins.
+ */
+static inline bool sb_cpu_take_slot(_Atomic unsigned *spinners, unsigned slots)
+{
+	/* relaxed: a head count (above). */
+	if (atomic_fetch_add_explicit(spinners, 1, memory_order_relaxed) < slots)
+		return true;
+	/* relaxed: as above. */
+	atomic_fetch_sub_explicit(spinners, 1, memory_order_relaxed);
+	return false;
+}
+
+static inline void sb_cpu_give_slot(_Atomic unsigned *spinners)
+{
+	/* relaxed: a head count (sb_cpu_take_slot). */
+	atomic_fetch_sub_explicit(spinners, 1, memory_order_relaxed);
 }
 
 #endif

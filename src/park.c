@@ -54,27 +54,14 @@
  */
 static _Atomic unsigned park_spinners;
 
-static unsigned park_spin_slots(void)
-{
-	return sb_cpu_count() - 1;
-}
-
 bool sb_park_take_spin_slot(void)
 {
-	/* relaxed: a head count, publishing nothing; a wrong guess only
-	 * changes whether this waiter spins. */
-	unsigned before = atomic_fetch_add_explicit(&park_spinners, 1, memory_order_relaxed);
-	if (before < park_spin_slots())
-		return true;
-	/* relaxed: as above. */
-	atomic_fetch_sub_explicit(&park_spinners, 1, memory_order_relaxed);
-	return false;
+	return sb_cpu_take_slot(&park_spinners, sb_cpu_count() - 1);
 }
 
 void sb_park_give_spin_slot(void)
 {
-	/* relaxed: as in sb_park_take_spin_slot. */
-	atomic_fetch_sub_explicit(&park_spinners, 1, memory_order_relaxed);
+	sb_cpu_give_slot(&park_spinners);
 }
 
 typedef struct sb_parker {

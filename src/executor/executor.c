@@ -120,25 +120,12 @@ static bool idle_spin_allowed(int self)
 	return awake <= (int)sb_cpu_count() && awake - spinning > self;
 }
 
-static bool idle_spin_take_slot(void)
-{
-	unsigned slots = sb_cpu_count() / 2 ? sb_cpu_count() / 2 : 1;
-	/* relaxed: a head count (above). */
-	if (atomic_fetch_add_explicit(&idle_spinners, 1, memory_order_relaxed) < slots)
-		return true;
-	/* relaxed: as above. */
-	atomic_fetch_sub_explicit(&idle_spinners, 1, memory_order_relaxed);
-	return false;
-}
-
 /* Whether anything but the inbox has work for the loop: the ring, a stop
  * request, a timer due. */
 static bool idle_spin_interrupted(sb_executor *ex, enum loop_mode mode, uint64_t now)
 {
 	struct sb_executor_impl *impl = ex->impl;
-	/* relaxed (IO_URING_READ_ONCE): the kernel's hint, as in ring_flush_task_work. */
-	if ((IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) ||
-	    io_uring_cq_ready(&impl->ring))
+	if (ring_task_work_pending(impl) || io_uring_cq_ready(&impl->ring))
 		return true;
 	/* relaxed: a hint, as in loop_returns. */
 	if (mode != LOOP_UNTIL_DONE && (atomic_load_explicit(&ex->flags, memory_order_relaxed) & EX_STOP_REQ))
@@ -150,7 +137,8 @@ static bool idle_spin_interrupted(sb_executor *ex, enum loop_mode mode, uint64_t
 /* The idle spin above; true when work arrived. */
 static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 {
-	if (!idle_spin_allowed(1) || !idle_spin_take_slot())
+	unsigned slots = sb_cpu_count() / 2 ? sb_cpu_count() / 2 : 1;
+	if (!idle_spin_allowed(1) || !sb_cpu_take_slot(&idle_spinners, slots))
 		return false;
 	bool work = false;
 	uint64_t start = sb_now_ns(), now = start;
@@ -165,8 +153,7 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 		if (!work)
 			sched_yield();
 	}
-	/* relaxed: a head count (above). */
-	atomic_fetch_sub_explicit(&idle_spinners, 1, memory_order_relaxed);
+	sb_cpu_give_slot(&idle_spinners);
 	return work;
 }
 

@@ -205,11 +205,16 @@ void sb__ring_enter(struct sb_executor_impl *impl);
  * With DEFER_TASKRUN (or COOP_TASKRUN) some completions wait for us to enter
  * the kernel; TASKRUN_FLAG makes the kernel say so in sq_flags.  One load.
  */
-static inline void ring_flush_task_work(struct sb_executor_impl *impl)
+static inline bool ring_task_work_pending(const struct sb_executor_impl *impl)
 {
 	/* relaxed (IO_URING_READ_ONCE): a hint from the kernel; a stale value
 	 * only delays reaping until the next iteration or sleep. */
-	if (IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+	return IO_URING_READ_ONCE(*impl->ring.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
+}
+
+static inline void ring_flush_task_work(struct sb_executor_impl *impl)
+{
+	if (ring_task_work_pending(impl))
 		io_uring_get_events(&impl->ring);
 }
 

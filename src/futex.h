@@ -3,9 +3,11 @@
 #ifndef SYNCBAND_SRC_FUTEX_H
 #define SYNCBAND_SRC_FUTEX_H
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,17 +30,25 @@ static inline _Atomic uint32_t *sb_futex_low_half(_Atomic size_t *word)
  * and a wake has nothing to do.
  */
 void sb_model_futex_wait(_Atomic uint32_t *word, uint32_t expected);
-#define sb_futex_wait(word, expected, rel) ((void)(rel), sb_model_futex_wait((word), (expected)))
+static inline bool sb_futex_wait(_Atomic uint32_t *word, uint32_t expected,
+				 const struct timespec *rel)
+{
+	(void)rel;
+	sb_model_futex_wait(word, expected);
+	return true;
+}
 #define sb_futex_wake(word, count) ((void)(word), (void)(count))
 #else
 /*
  * Sleeps while *word == expected, at most `rel` (NULL: no limit).  Returns
  * for any reason (woken, value changed, signal, timeout): callers re-check.
+ * False if it returned without sleeping, the word no longer `expected`.
  */
-static inline void sb_futex_wait(_Atomic uint32_t *word, uint32_t expected,
+static inline bool sb_futex_wait(_Atomic uint32_t *word, uint32_t expected,
 				 const struct timespec *rel)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, rel, NULL, 0);
+	return syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, rel, NULL, 0) == 0 ||
+	       errno != EAGAIN;
 }
 
 /*

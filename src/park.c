@@ -64,6 +64,27 @@ void sb_park_give_spin_slot(void)
 	sb_cpu_give_slot(&park_spinners);
 }
 
+/*
+ * This thread's contention streak (park.h): when it began, when the thread
+ * last asked, whether it slept in a futex wait since, and whether the last
+ * ask found the streak over.  Thread-local, static TLS as in the executor
+ * (no allocation on first use).
+ */
+static _Thread_local uint64_t park_streak_began_ns __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t park_streak_asked_ns __attribute__((tls_model("initial-exec")));
+static _Thread_local bool park_slept __attribute__((tls_model("initial-exec")));
+static _Thread_local bool park_streak_over __attribute__((tls_model("initial-exec")));
+
+bool sb_park_streak_allows_spin(uint64_t now)
+{
+	if (park_slept || now - park_streak_asked_ns > SB_PARK_STREAK_GAP_NS)
+		park_streak_began_ns = now;
+	park_slept = false;
+	park_streak_asked_ns = now;
+	park_streak_over = now - park_streak_began_ns >= SB_PARK_STREAK_SPIN_NS;
+	return !park_streak_over;
+}
+
 typedef struct sb_parker {
 	_Atomic uint32_t word;
 } sb_parker;
@@ -134,17 +155,21 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	    !atomic_compare_exchange_strong_explicit(&p->word, &v, v | PARK_SLEEPING,
 						     memory_order_relaxed, memory_order_relaxed))
 		return; /* changed under us: the caller re-reads */
-	sb_futex_wait(&p->word, v | PARK_SLEEPING, rel);
+	if (sb_futex_wait(&p->word, v | PARK_SLEEPING, rel)) {
+		park_slept = true; /* its core went to someone else: a streak ends */
+		park_streak_over = false;
+	}
 }
 
 /* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
 static bool park_until_woken(sb_parker *p, uint64_t deadline)
 {
 	/* No spinning for a wait that has already run out (a timeout of 0),
-	 * nor while as many threads spin as there are other cores (nor in the
+	 * nor while as many threads spin as there are other cores, nor once
+	 * this thread's contention streak is over, until it sleeps (nor in the
 	 * model-check build). */
-	bool spinning = PARK_SPINS > 0 && (deadline == UINT64_MAX || sb_now_ns() < deadline) &&
-			sb_park_take_spin_slot();
+	bool spinning = PARK_SPINS > 0 && !park_streak_over &&
+			(deadline == UINT64_MAX || sb_now_ns() < deadline) && sb_park_take_spin_slot();
 	for (int i = 0;; i++) {
 		/* relaxed: it only says whether to go on waiting; the caller's
 		 * fetch_and before its next poll (acquire, an RMW reading the

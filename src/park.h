@@ -37,4 +37,25 @@ static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint6
 bool sb_park_take_spin_slot(void);
 void sb_park_give_spin_slot(void);
 
+/*
+ * A thread that only ever passes a mutex back and forth with another by
+ * spinning never sleeps, and the kernel takes its core away only at a tick
+ * (every 4 ms at HZ=250): with more threads than cores, a thread it
+ * preempted anywhere else - even outside any lock call - waits that long
+ * for a core.  So the eventually fair mutex's spin before queueing (the one
+ * spin that lets two threads trade the mutex without sleeping) asks this
+ * first, at `now`: false once this thread has been contending for
+ * SB_PARK_STREAK_SPIN_NS without sleeping in the library, so that it queues
+ * and sleeps instead, handing its core to whichever thread waits for one.
+ * A streak ends when the thread sleeps (a futex wait that blocked), or when
+ * it goes SB_PARK_STREAK_GAP_NS without asking (it was doing something
+ * else, whose time is not the lock's to hand over).  Half the mutex's
+ * fairness bound: a thread preempted while two others trade the mutex gets
+ * a core back well within the bound, and a pair that does not oversubscribe
+ * the cores pays one sleep and wake-up each per half a millisecond.
+ */
+#define SB_PARK_STREAK_SPIN_NS 500000u
+#define SB_PARK_STREAK_GAP_NS 50000u
+bool sb_park_streak_allows_spin(uint64_t now);
+
 #endif

@@ -46,8 +46,12 @@
  *     free, before it queues and sleeps: most critical sections are far
  *     shorter than a futex wait and wake.  It does not spin when waiters
  *     are queued already (it would only pass them), for a timeout shorter
- *     than the spin, or while as many threads spin as there are cores less
- *     one (the holder needs a core to finish).
+ *     than the spin, while as many threads spin as there are cores less
+ *     one (the holder needs a core to finish), or once the thread has
+ *     contended for 0.5 ms without sleeping: two threads trading the mutex
+ *     by spinning would keep their cores until the scheduler's tick, and a
+ *     thread preempted meanwhile would wait that long (4 ms at HZ=250); it
+ *     queues and sleeps instead, and spins again after it has slept.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
  *     running, and every locker queues behind it (a convoy: 570 to 1000

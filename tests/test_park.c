@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * White-box tests of the parker's contention streak (src/park.h): the rule
+ * that stops the eventually fair mutex's spin once a thread has contended
+ * for half a millisecond without sleeping.  The streak is asked at times the
+ * test chooses, so nothing here waits for the clock but the one wait whose
+ * sleep is the behaviour under test.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <syncband/semaphore.h>
+
+#include "park.h"
+
+static const uint64_t STEP_NS = 10000; /* well inside the gap */
+
+/*
+ * Each test starts its own streak far from every other test's times, so
+ * that the gap since the last ask starts it whatever ran before on this
+ * thread.  Returns the time of the last ask, which still allowed the spin.
+ */
+static uint64_t contend_for_a_whole_streak(uint64_t start)
+{
+	uint64_t now = start;
+	for (; now - start < SB_PARK_STREAK_SPIN_NS; now += STEP_NS)
+		assert_true(sb_park_streak_allows_spin(now));
+	assert_false(sb_park_streak_allows_spin(now));
+	return now;
+}
+
+static void a_thread_contending_without_sleeping_stops_spinning_after_the_streak(void **state)
+{
+	(void)state;
+	uint64_t now = contend_for_a_whole_streak(1000000000ull);
+	assert_false(sb_park_streak_allows_spin(now + STEP_NS));
+	assert_false(sb_park_streak_allows_spin(now + 2 * STEP_NS));
+}
+
+static void a_pause_longer_than_the_gap_starts_a_new_streak(void **state)
+{
+	(void)state;
+	uint64_t now = contend_for_a_whole_streak(2000000000ull);
+	assert_true(sb_park_streak_allows_spin(now + SB_PARK_STREAK_GAP_NS + 1));
+}
+
+static void a_pause_no_longer_than_the_gap_keeps_the_streak(void **state)
+{
+	(void)state;
+	uint64_t now = contend_for_a_whole_streak(3000000000ull);
+	assert_false(sb_park_streak_allows_spin(now + SB_PARK_STREAK_GAP_NS));
+}
+
+static void a_blocking_wait_that_sleeps_ends_the_streak(void **state)
+{
+	(void)state;
+	uint64_t now = contend_for_a_whole_streak(4000000000ull);
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	/* Nobody releases: the wait sleeps on its futex until the timeout. */
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 1000000), -ETIMEDOUT);
+	assert_true(sb_park_streak_allows_spin(now + STEP_NS));
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void a_blocking_wait_that_never_sleeps_keeps_the_streak(void **state)
+{
+	(void)state;
+	uint64_t now = contend_for_a_whole_streak(5000000000ull);
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	/* A timeout of 0 polls, finds no permit and gives up without sleeping. */
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 0), -ETIMEDOUT);
+	assert_false(sb_park_streak_allows_spin(now + STEP_NS));
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_thread_contending_without_sleeping_stops_spinning_after_the_streak),
+		cmocka_unit_test(a_pause_longer_than_the_gap_starts_a_new_streak),
+		cmocka_unit_test(a_pause_no_longer_than_the_gap_keeps_the_streak),
+		cmocka_unit_test(a_blocking_wait_that_sleeps_ends_the_streak),
+		cmocka_unit_test(a_blocking_wait_that_never_sleeps_keeps_the_streak),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,26 +57,32 @@ static void a_pause_no_longer_than_the_gap_keeps_the_streak(void **state)
 	assert_false(sb_park_streak_allows_spin(now + SB_PARK_STREAK_GAP_NS));
 }
 
+/*
+ * Whether the spin is allowed again just after a whole streak and then a
+ * blocking wait for a permit nobody releases, which times out after
+ * `timeout_ns`.
+ */
+static bool spin_allowed_after_a_wait_that_times_out(uint64_t start, uint64_t timeout_ns)
+{
+	uint64_t now = contend_for_a_whole_streak(start);
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, timeout_ns), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+	return sb_park_streak_allows_spin(now + STEP_NS);
+}
+
 static void a_blocking_wait_that_sleeps_ends_the_streak(void **state)
 {
 	(void)state;
-	uint64_t now = contend_for_a_whole_streak(4000000000ull);
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
-	/* Nobody releases: the wait sleeps on its futex until the timeout. */
-	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 1000000), -ETIMEDOUT);
-	assert_true(sb_park_streak_allows_spin(now + STEP_NS));
-	assert_int_equal(sb_semaphore_destroy(&s), 0);
+	/* It sleeps on its futex until the timeout. */
+	assert_true(spin_allowed_after_a_wait_that_times_out(4000000000ull, 1000000));
 }
 
 static void a_blocking_wait_that_never_sleeps_keeps_the_streak(void **state)
 {
 	(void)state;
-	uint64_t now = contend_for_a_whole_streak(5000000000ull);
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
 	/* A timeout of 0 polls, finds no permit and gives up without sleeping. */
-	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 0), -ETIMEDOUT);
-	assert_false(sb_park_streak_allows_spin(now + STEP_NS));
-	assert_int_equal(sb_semaphore_destroy(&s), 0);
+	assert_false(spin_allowed_after_a_wait_that_times_out(5000000000ull, 0));
 }
 
 int main(void)

@@ -40,7 +40,8 @@
  *     each sleeping waiter the mutex is handed to, from its wake until it
  *     runs (20-30 us at the median on a 2-core virtual machine, whole 4 ms
  *     ticks at worst; the benchmarks measure it beside the contention rows).
- *     No lock can shorten either.
+ *     A lock can shorten only the first, and only by not keeping its own
+ *     lockers busy (the spin's streak, below).
  *   - A thread blocked in sb_mutex_lock_blocking first spins for up to
  *     5 us, looking at the mutex once a microsecond and taking it if it is
  *     free, before it queues and sleeps: most critical sections are far

@@ -49,10 +49,15 @@ void sb_park_give_spin_slot(void);
  * and sleeps instead, handing its core to whichever thread waits for one.
  * A streak ends when the thread sleeps (a futex wait that blocked), or when
  * it goes SB_PARK_STREAK_GAP_NS without asking (it was doing something
- * else, whose time is not the lock's to hand over).  Half the mutex's
- * fairness bound: a thread preempted while two others trade the mutex gets
- * a core back well within the bound, and a pair that does not oversubscribe
- * the cores pays one sleep and wake-up each per half a millisecond.
+ * else, whose time is not the lock's to hand over).  Once it has said
+ * false, the thread's parker does not spin either until the thread has
+ * slept: its queued wait must really hand the core over (a parker that
+ * spun was mostly woken while spinning, never slept, and so kept the streak
+ * running: two threads then never spun again, 21 -> 68 ns an operation).
+ * SB_PARK_STREAK_SPIN_NS is half the mutex's fairness bound: a thread
+ * preempted while two others trade the mutex gets a core back well within
+ * the bound, and a pair that does not oversubscribe the cores pays one sleep
+ * and wake-up each per half a millisecond.
  */
 #define SB_PARK_STREAK_SPIN_NS 500000u
 #define SB_PARK_STREAK_GAP_NS 50000u

@@ -39,14 +39,15 @@ static void exec_leave(sb_executor *ex, sb_executor *prev)
 }
 
 /*
- * Before sleeping, watch the inbox for a moment: a wake from a busy thread
- * (a mutex or permit handed over) often arrives within a microsecond, and
- * catching it here saves the waker its doorbell and us a trip through the
- * kernel.  Returns true when work arrived.
+ * Before sleeping, watch the inbox for a moment (`looks` reads, a pause
+ * after each): a wake from a busy thread (a mutex or permit handed over)
+ * often arrives within a microsecond, and catching it here saves the waker
+ * its doorbell and us a trip through the kernel.  Returns true when work
+ * arrived.  The idle spin below is made of such looks too.
  */
-static bool spin_for_inbox(sb_executor *ex)
+static bool spin_for_inbox(sb_executor *ex, int looks)
 {
-	for (int i = 0; i < INBOX_SPINS; i++) {
+	for (int i = 0; i < looks; i++) {
 		/* relaxed: a hint; the loop's sched_drain_inbox takes it with acquire. */
 		if (atomic_load_explicit(&ex->inbox, memory_order_relaxed) != NULL)
 			return true;
@@ -143,11 +144,7 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 	bool work = false;
 	uint64_t start = sb_now_ns(), now = start;
 	while (!work && now - start < IDLE_SPIN_NS && idle_spin_allowed(0)) {
-		for (int i = 0; i < IDLE_SPIN_LOOKS && !work; i++) {
-			/* relaxed: a hint; the loop's sched_drain_inbox takes it with acquire. */
-			work = atomic_load_explicit(&ex->inbox, memory_order_relaxed) != NULL;
-			sb_cpu_relax();
-		}
+		work = spin_for_inbox(ex, IDLE_SPIN_LOOKS);
 		now = sb_now_ns();
 		work = work || idle_spin_interrupted(ex, mode, now);
 		if (!work)
@@ -165,7 +162,7 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 static void park(sb_executor *ex, enum loop_mode mode)
 {
 	struct sb_executor_impl *impl = ex->impl;
-	if (spin_for_inbox(ex) || idle_spin(ex, mode))
+	if (spin_for_inbox(ex, INBOX_SPINS) || idle_spin(ex, mode))
 		return;
 	sb__ring_arm_eventfd(ex);
 	/* relaxed: a count (above); a waker that rings us counts us back. */

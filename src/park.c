@@ -66,20 +66,18 @@ void sb_park_give_spin_slot(void)
 
 /*
  * This thread's contention streak (park.h): when it began, when the thread
- * last asked, whether it slept in a futex wait since, and whether the last
- * ask found the streak over.  Thread-local, static TLS as in the executor
- * (no allocation on first use).
+ * last asked (0 after a sleep, so that the next ask finds a gap and starts
+ * a new streak), and whether the last ask found the streak over.
+ * Thread-local, static TLS as in the executor (no allocation on first use).
  */
 static _Thread_local uint64_t park_streak_began_ns __attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t park_streak_asked_ns __attribute__((tls_model("initial-exec")));
-static _Thread_local bool park_slept __attribute__((tls_model("initial-exec")));
 static _Thread_local bool park_streak_over __attribute__((tls_model("initial-exec")));
 
 bool sb_park_streak_allows_spin(uint64_t now)
 {
-	if (park_slept || now - park_streak_asked_ns > SB_PARK_STREAK_GAP_NS)
+	if (now - park_streak_asked_ns > SB_PARK_STREAK_GAP_NS)
 		park_streak_began_ns = now;
-	park_slept = false;
 	park_streak_asked_ns = now;
 	park_streak_over = now - park_streak_began_ns >= SB_PARK_STREAK_SPIN_NS;
 	return !park_streak_over;
@@ -156,7 +154,8 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 						     memory_order_relaxed, memory_order_relaxed))
 		return; /* changed under us: the caller re-reads */
 	if (sb_futex_wait(&p->word, v | PARK_SLEEPING, rel)) {
-		park_slept = true; /* its core went to someone else: a streak ends */
+		/* its core went to someone else: the streak ends */
+		park_streak_asked_ns = 0;
 		park_streak_over = false;
 	}
 }

@@ -89,10 +89,10 @@ template <bool Waits, class Body> void run_threads(const sbb::Params &p, sbb::Me
 
 template <bool Fifo, bool Waits> uint64_t syncband_mutex_on(const sbb::Params &p, sbb::Meter &m)
 {
-	sb_mutex mutex;
-	sb_mutex *mx = sbb::escape(&mutex);
+	sbb::CachePadded<sbb::GuardedCounter<sb_mutex>> shared{}; // the counter starts at 0
+	sb_mutex *mx = sbb::escape(&shared.value.mutex);
 	expect(Fifo ? sb_mutex_init_fifo(mx) : sb_mutex_init(mx), 0, "init");
-	uint64_t counter = 0; // guarded by the mutex
+	uint64_t &counter = shared.value.counter; // guarded by the mutex
 	run_threads<Waits>(p, m, [&](uint64_t ops, sbb::WaitClock<Waits> &clock) {
 		for (uint64_t i = 0; i < ops; i++) {
 			clock.begin();
@@ -116,9 +116,9 @@ SBB_BATCH(syncband_mutex<true>, "contention/mutex-N-threads", sbb::SYNCBAND_BLOC
 
 template <bool Waits> uint64_t pthread_mutex_on(const sbb::Params &p, sbb::Meter &m)
 {
-	pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_t *mx = sbb::escape(&mutex);
-	uint64_t counter = 0; // guarded by the mutex
+	sbb::CachePadded<sbb::GuardedCounter<pthread_mutex_t>> shared{{PTHREAD_MUTEX_INITIALIZER, 0}};
+	pthread_mutex_t *mx = sbb::escape(&shared.value.mutex);
+	uint64_t &counter = shared.value.counter; // guarded by the mutex
 	run_threads<Waits>(p, m, [&](uint64_t ops, sbb::WaitClock<Waits> &clock) {
 		for (uint64_t i = 0; i < ops; i++) {
 			clock.begin();
@@ -141,8 +141,8 @@ SBB_BATCH(pthread_mutex, "contention/mutex-N-threads", sbb::PTHREAD, 10000);
 
 template <bool Waits> uint64_t syncband_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {
-	sb_semaphore sem;
-	sb_semaphore *s = sbb::escape(&sem);
+	sbb::CachePadded<sb_semaphore> sem;
+	sb_semaphore *s = sbb::escape(&sem.value);
 	expect(sb_semaphore_init(s, p.permits), 0, "init");
 	run_threads<Waits>(p, m, [&](uint64_t ops, sbb::WaitClock<Waits> &clock) {
 		for (uint64_t i = 0; i < ops; i++) {
@@ -166,8 +166,8 @@ SBB_BATCH(syncband_semaphore, "contention/semaphore-N-threads", sbb::SYNCBAND_BL
 
 template <bool Waits> uint64_t posix_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {
-	sem_t sem;
-	sem_t *s = sbb::escape(&sem);
+	sbb::CachePadded<sem_t> sem;
+	sem_t *s = sbb::escape(&sem.value);
 	expect(sem_init(s, 0, p.permits), 0, "sem_init");
 	run_threads<Waits>(p, m, [&](uint64_t ops, sbb::WaitClock<Waits> &clock) {
 		for (uint64_t i = 0; i < ops; i++) {

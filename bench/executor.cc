@@ -905,9 +905,10 @@ void run_on_group(const sbb::Params &p, sbb::Meter &m, Task *tasks, size_t n, si
 template <size_t Where, bool Fifo, bool Waits>
 uint64_t group_mutex_on(const sbb::Params &p, sbb::Meter &m)
 {
-	sb_mutex mutex;
+	sbb::CachePadded<sbb::GuardedCounter<sb_mutex>> shared{}; // the counter starts at 0
+	sb_mutex &mutex = shared.value.mutex;
 	expect(Fifo ? sb_mutex_init_fifo(&mutex) : sb_mutex_init(&mutex), 0, "init");
-	uint64_t counter = 0;
+	uint64_t &counter = shared.value.counter;
 	size_t n = p.threads * TASKS_PER_THREAD;
 	std::unique_ptr<MutexTask<Waits>[]> tasks(new MutexTask<Waits>[n]);
 	for (size_t k = 0; k < n; k++) {
@@ -951,7 +952,8 @@ SBB_BATCH(floating_fifo_mutex, "contention/mutex-N-threads", sbb::SYNCBAND_FIFO,
 template <size_t Where, bool Waits>
 uint64_t group_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {
-	sb_semaphore sem;
+	sbb::CachePadded<sb_semaphore> padded;
+	sb_semaphore &sem = padded.value;
 	expect(sb_semaphore_init(&sem, p.permits), 0, "init");
 	size_t n = p.threads * TASKS_PER_THREAD;
 	std::unique_ptr<SemaphoreTask<Waits>[]> tasks(new SemaphoreTask<Waits>[n]);

@@ -31,15 +31,20 @@ static const int QLOCK_SPINS = 100;
 static const uint64_t QLOCK_SPIN_NS = 10000;
 #endif
 
-/* Spins while the lock is held, for up to QLOCK_SPIN_NS; returns the word. */
+/*
+ * Spins while the lock is held, for up to QLOCK_SPIN_NS; returns the word.
+ * Not on one core: there the holder cannot run while we spin.
+ */
 static size_t qlock_spin(_Atomic size_t *word, size_t state)
 {
+	if (!QLOCK_SPIN_NS || sb_cpu_count() == 1)
+		return state;
 	for (int i = 0; i < QLOCK_SPINS && (state & SB_QLOCK_HELD); i++) {
 		sb_cpu_relax();
 		/* relaxed: only a hint; the caller's CAS decides. */
 		state = atomic_load_explicit(word, memory_order_relaxed);
 	}
-	if (!QLOCK_SPIN_NS || !(state & SB_QLOCK_HELD))
+	if (!(state & SB_QLOCK_HELD))
 		return state;
 	uint64_t start = sb_now_ns();
 	do {

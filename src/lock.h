@@ -13,13 +13,12 @@
  * primitives stay statically initialisable.
  *
  * Contended lockers spin for up to 10 us on a machine of more than one core
- * (critical sections are a few pointer writes, or a walk of the fair
- * mutex's queue: lock.c says why the spin outlasts those), then set
- * SB_QLOCK_PARKED and sleep on the futex that is the low 32 bits of the
- * word.  An unlock that clears a set SB_QLOCK_PARKED wakes
- * every sleeper: they race again and re-mark the bit if they must sleep.
- * That costs a thundering herd only when threads actually slept, and no
- * sleeper can be forgotten.
+ * (critical sections are a few pointer writes, or a walk of the fair mutex's
+ * queue: lock.c says why the spin outlasts those), then set SB_QLOCK_PARKED
+ * and sleep on the futex that is the low 32 bits of the word.  An unlock
+ * that clears a set SB_QLOCK_PARKED wakes every sleeper: they race again and
+ * re-mark the bit if they must sleep.  That costs a thundering herd only
+ * when threads actually slept, and no sleeper can be forgotten.
  */
 #ifndef SYNCBAND_SRC_LOCK_H
 #define SYNCBAND_SRC_LOCK_H

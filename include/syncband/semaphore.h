@@ -14,13 +14,12 @@
  *     permit held, most by threads the kernel preempted), every acquire
  *     queues and every release hands its permit to the oldest waiter, so
  *     while they keep coming back the queue never drains and each acquire
- *     costs a handoff (a wake-up when the waiter's thread sleeps).  On
- *     2-core machines with 5 permits, 16 blocking threads then take 1.4 us
- *     (an AMD EPYC) to 3.1 us (an Intel Xeon) an acquire and release,
- *     against 47 and 88 ns for sem_t, which lets a newcomer take a released
- *     permit ahead of its sleepers (so does async-lock's semaphore) and
- *     bounds no wait.  With no more contenders
- *     than permits nobody waits.
+ *     costs a handoff (a wake-up when the waiter's thread sleeps).  On 2-core
+ *     machines with 5 permits, 16 blocking threads then take 1.4 us (an AMD
+ *     EPYC) to 3.1 us (an Intel Xeon) an acquire and release, against 47 and
+ *     88 ns for sem_t, which lets a newcomer take a released permit ahead of
+ *     its sleepers (so does async-lock's semaphore) and bounds no wait.  With
+ *     no more contenders than permits nobody waits.
  *   - Cancelling a waiter returns what it was granted (partly or fully) to the
  *     next waiter, or to the counter when nobody waits.
  *   - close() completes every waiter with -ESHUTDOWN (their partial grants go

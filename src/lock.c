@@ -23,11 +23,10 @@
  * on spinning, by the clock, until QLOCK_SPIN_NS have passed.  The model
  * checker's scheduler blocks a waiter instead (tests/model).
  */
-#ifdef SB_MODEL_CHECK
-static const int QLOCK_SPINS = 0;
-static const uint64_t QLOCK_SPIN_NS = 0;
-#else
 static const int QLOCK_SPINS = 100;
+#ifdef SB_MODEL_CHECK
+static const uint64_t QLOCK_SPIN_NS = 0; /* no spin at all */
+#else
 static const uint64_t QLOCK_SPIN_NS = 10000;
 #endif
 

@@ -65,22 +65,26 @@ void sb_park_give_spin_slot(void)
 }
 
 /*
- * This thread's contention streak (park.h): when it began, when the thread
- * last asked (0 after a sleep, so that the next ask finds a gap and starts
- * a new streak), and whether the last ask found the streak over.
- * Thread-local, static TLS as in the executor (no allocation on first use).
+ * This thread's contention streak (park.h): when it began and when the
+ * thread last asked, both 0 after a sleep (so that the next ask finds a gap
+ * and starts a new streak).  Thread-local, static TLS as in the executor
+ * (no allocation on first use).
  */
 static _Thread_local uint64_t park_streak_began_ns __attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t park_streak_asked_ns __attribute__((tls_model("initial-exec")));
-static _Thread_local bool park_streak_over __attribute__((tls_model("initial-exec")));
+
+/* Whether the last ask found the streak over. */
+static bool park_streak_is_over(void)
+{
+	return park_streak_asked_ns - park_streak_began_ns >= SB_PARK_STREAK_SPIN_NS;
+}
 
 bool sb_park_streak_allows_spin(uint64_t now)
 {
 	if (now - park_streak_asked_ns > SB_PARK_STREAK_GAP_NS)
 		park_streak_began_ns = now;
 	park_streak_asked_ns = now;
-	park_streak_over = now - park_streak_began_ns >= SB_PARK_STREAK_SPIN_NS;
-	return !park_streak_over;
+	return !park_streak_is_over();
 }
 
 typedef struct sb_parker {
@@ -153,11 +157,8 @@ static void park_sleep(sb_parker *p, uint32_t v, const struct timespec *rel)
 	    !atomic_compare_exchange_strong_explicit(&p->word, &v, v | PARK_SLEEPING,
 						     memory_order_relaxed, memory_order_relaxed))
 		return; /* changed under us: the caller re-reads */
-	if (sb_futex_wait(&p->word, v | PARK_SLEEPING, rel)) {
-		/* its core went to someone else: the streak ends */
-		park_streak_asked_ns = 0;
-		park_streak_over = false;
-	}
+	if (sb_futex_wait(&p->word, v | PARK_SLEEPING, rel))
+		park_streak_began_ns = park_streak_asked_ns = 0; /* its core went to another: the streak ends */
 }
 
 /* Waits until woken or `deadline` (UINT64_MAX: none); false on timeout. */
@@ -167,7 +168,7 @@ static bool park_until_woken(sb_parker *p, uint64_t deadline)
 	 * nor while as many threads spin as there are other cores, nor once
 	 * this thread's contention streak is over, until it sleeps (nor in the
 	 * model-check build). */
-	bool spinning = PARK_SPINS > 0 && !park_streak_over &&
+	bool spinning = PARK_SPINS > 0 && !park_streak_is_over() &&
 			(deadline == UINT64_MAX || sb_now_ns() < deadline) && sb_park_take_spin_slot();
 	for (int i = 0;; i++) {
 		/* relaxed: it only says whether to go on waiting; the caller's

@@ -6,6 +6,8 @@
 // measures the same two instructions as "rust-std").  std::atomic compiles
 // to the same instructions as C11 atomic_compare_exchange_strong_explicit /
 // atomic_store_explicit (lock cmpxchg; mov on x86-64).
+// baseline/reads-first-cas+cas and baseline/blind-cas+cas (impl "c-atomic"):
+// two CASes a round, with and without a load before each (below).
 //
 // baseline/futex-wake-to-run (impl "c-futex"): what waking a sleeping thread
 // costs on this machine, the floor under every wait that sleeps.  Two
@@ -47,6 +49,38 @@ struct CasAcquireStoreRelease {
 	void finish() { sbb::expect((long)word->load(), 0, "the word is 0 at the end"); }
 };
 SBB_ROUNDS(CasAcquireStoreRelease, "baseline/cas-acquire+store-release", sbb::C_ATOMIC, 24000000);
+
+// Two more floors, the shapes real locks give their uncontended lock and
+// unlock: a CAS (acquire) 0 -> 1, then a CAS (release) 1 -> 0.  Reads first
+// (baseline/reads-first-cas+cas): a relaxed load before each CAS, which
+// expects the value read, as syncband's inline semaphore acquire and release
+// and mutex lock and unlock do (a semaphore needs the count it reads; the
+// mutex reads so that a lock that must wait, or an unlock that must wake,
+// pays no failed CAS).  Blind (baseline/blind-cas+cas): each CAS expects the
+// constant, as parking_lot's and the Linux mutex's fast paths do.  Where a
+// load right after an atomic read-modify-write on the same word is slow, the
+// first costs more than the second; the pair shows how much on this machine.
+template <bool ReadFirst> struct TwoCas {
+	struct Storage {
+		std::atomic<size_t> word{0};
+	};
+	std::atomic<size_t> *word;
+	TwoCas(const sbb::Params &, Storage &st) : word(&st.word) {}
+	void cas(size_t from, size_t to, std::memory_order order, const char *what)
+	{
+		size_t expected = ReadFirst ? word->load(std::memory_order_relaxed) : from;
+		if (expected != from || !word->compare_exchange_strong(expected, to, order, std::memory_order_relaxed))
+			sbb::wrong_result(what, (long)from, (long)expected);
+	}
+	void round()
+	{
+		cas(0, 1, std::memory_order_acquire, "cas 0 -> 1");
+		cas(1, 0, std::memory_order_release, "cas 1 -> 0");
+	}
+	void finish() { sbb::expect((long)word->load(), 0, "the word is 0 at the end"); }
+};
+SBB_ROUNDS(TwoCas<true>, "baseline/reads-first-cas+cas", sbb::C_ATOMIC, 24000000);
+SBB_ROUNDS(TwoCas<false>, "baseline/blind-cas+cas", sbb::C_ATOMIC, 24000000);
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");
 

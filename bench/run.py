@@ -19,13 +19,14 @@ their min-max, the allocations per round, and each median's ratio to
 syncband's.  FILTER words keep the scenarios whose name contains one of them.
 
 Instructions per round: for every single-thread row (the primitive
-scenarios and the CAS+store baseline, syncband and peers alike), each pair
-runs twice under `valgrind --tool=callgrind`, with `--once --rounds R` and
-`--once --rounds 2R` (one batch, no warm-up): start-up and set-up are the
-same in both runs, so (I(2R) - I(R)) / R is what one round executes, the
-harness's loop and checks included on both sides.  The table shows it beside
-the time; the JSON has it as "instructions".  A full or --quick run measures
-it after the timed repetitions (--no-instructions skips it).
+scenarios and the CAS+store and two-CAS baselines, syncband and peers
+alike), each pair runs twice under `valgrind --tool=callgrind`, with
+`--once --rounds R` and `--once --rounds 2R` (one batch, no warm-up):
+start-up and set-up are the same in both runs, so (I(2R) - I(R)) / R is
+what one round executes, the harness's loop and checks included on both
+sides.  The table shows it beside the time; the JSON has it as
+"instructions".  A full or --quick run measures it after the timed
+repetitions (--no-instructions skips it).
 --instructions measures only that column (no timing) and prints it with
 its targets; --functions adds, per pair, each function's instructions per
 round (callgrind_annotate's self cost, differenced the same way).
@@ -87,6 +88,8 @@ SCENARIO_ORDER = [
     "once/16-waiters",
     "latch/count-down-16-waiters",
     "baseline/cas-acquire+store-release",
+    "baseline/reads-first-cas+cas",
+    "baseline/blind-cas+cas",
     "executor/create",
     "executor/spawn-one",
     "executor/spawn-batch",
@@ -114,8 +117,11 @@ SCENARIO_ORDER = [
 PRIMITIVE_SCENARIOS = set(SCENARIO_ORDER[:SCENARIO_ORDER.index("baseline/cas-acquire+store-release")])
 
 BASELINE_SCENARIO = "baseline/cas-acquire+store-release"
+# The two-CAS floors beside it (bench/baseline.cc): the shapes of a lock that
+# reads before each CAS, as syncband's do, and of one that does not.
+TWO_CAS_SCENARIOS = {"baseline/reads-first-cas+cas", "baseline/blind-cas+cas"}
 # The rows whose instructions per round are counted: one thread, no runtime.
-SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO}
+SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
 # Rows that are not peers but floors (pthread, sem_t, the bare CAS+store, the
 # futex wake-up).
 BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std", "c-futex")

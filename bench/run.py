@@ -122,8 +122,8 @@ BASELINE_SCENARIO = "baseline/cas-acquire+store-release"
 TWO_CAS_SCENARIOS = {"baseline/reads-first-cas+cas", "baseline/blind-cas+cas"}
 # The rows whose instructions per round are counted: one thread, no runtime.
 SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
-# Rows that are not peers but floors (pthread, sem_t, the bare CAS+store, the
-# futex wake-up).
+# Rows that are not peers but floors (pthread, sem_t, the bare atomic
+# instructions, the futex wake-up).
 BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std", "c-futex")
 # Rows without threads that run with --waits too: the futex ping-pong whose
 # wake-ups are the floor under every sleeping wait (bench/baseline.cc).

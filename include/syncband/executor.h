@@ -45,13 +45,13 @@
  * "sleeping", re-checks its inbox, and only then enters the kernel.
  *
  * Idle spinning: before it sleeps, an idle loop watches its inbox for a few
- * microseconds; and while no more of the process's executor loops are awake
- * than there are cores (a loop rung awake counts from the ring) and another
- * one is busy, for up to 50 us more, calling sched_yield() between looks (at
- * most half the cores spin so at once).  A task handed a mutex or a permit
- * by a task on another thread then runs without its thread's wake-up, which
- * costs tens of microseconds on a virtual machine.  An idle process's loops
- * sleep at once.
+ * microseconds; and while another of the process's executor loops is busy
+ * (a loop rung awake counts from the ring), for up to 50 us more, calling
+ * sched_yield() between looks, so that a loop with work never waits long for
+ * a spinner's core; never on a one-core machine.  A task handed a mutex or a
+ * permit by a task on another thread then runs without its thread's
+ * wake-up, which costs tens of microseconds on a virtual machine.  An idle
+ * process's loops sleep at once.
  *
  * Timers: sleep futures are kept, intrusively, in a per-executor binary
  * min-heap of their deadlines (O(log n) to arm, fire or cancel one; equal

@@ -59,14 +59,12 @@ static bool spin_for_inbox(sb_executor *ex, int looks)
 /*
  * The idle spin, after the short one: an idle loop goes on watching its
  * inbox (and its ring, a stop request, its earliest timer) for up to
- * IDLE_SPIN_NS, calling sched_yield() between looks, but only while
- *
- *   - no more loops of the process are awake than there are cores, a loop
- *     that a waker has rung counting as awake from the ring (so a woken loop
- *     that waits for a core ends the spin at once);
- *   - another awake loop is not spinning itself, since only a running loop
- *     can hand us work this soon (an idle server's loops sleep at once);
- *   - at most half the cores (at least one) spin so.
+ * IDLE_SPIN_NS, calling sched_yield() between looks, but only while another
+ * loop of the process is awake and not spinning itself: only a running loop
+ * can hand us work this soon (an idle server's loops sleep at once), and two
+ * idle spinners would otherwise keep each other spinning.  A loop that a
+ * waker has rung counts as awake from the ring.  Never on one core, where
+ * the loop that could hand us work cannot run while we spin.
  *
  * Why: when tasks on two threads hand a mutex or a permit back and forth,
  * each handoff to a sleeping loop costs a wake-up of its thread (28 us at the
@@ -77,15 +75,23 @@ static bool spin_for_inbox(sb_executor *ex, int looks)
  * and the longest acquire wait from 2.91, 3.77 and 7.12 ms to 1.23, 1.55
  * and 3.34 ms; on 2 threads, from 22.4-43.7 ns (two modes) to 23.3-27.9 ns
  * and from 2.28 to 1.09 ms.  IDLE_SPIN_NS outlasts that wake-up with room to
- * spare.  Two things it needs:
+ * spare.  The yield lets a thread that the kernel queued behind the spinner
+ * on its core run at once, instead of after the spin or at the next tick:
+ * without it, 6 of 12 runs of the 2-thread row waited longer than 2.1 ms (up
+ * to 5.4), with it 1 of 12 (3.5).
  *
- *   - Counting a rung loop as awake before it runs: counted only once it
- *     returned from the kernel, the spinner kept the core that the woken
- *     loop was waiting for, and 16 loops on 2 cores ran 4 to 5 times slower.
- *   - The yield, which lets a thread that the kernel queued behind the
- *     spinner on its core run at once, instead of after the spin or at the
- *     next tick: without it, 6 of 12 runs of the 2-thread row waited longer
- *     than 2.1 ms (up to 5.4), with it 1 of 12 (3.5).
+ * The spin had two more limits once: no more loops awake than cores, and
+ * at most half the cores spinning.  With more loops than cores those kept
+ * nearly every idle loop asleep, so a strict-FIFO handoff to a pinned task
+ * nearly always woke its thread: without them, on the Intel 2-core VM (9
+ * interleaved runs, medians), contention/semaphore-N-threads with pinned
+ * tasks took 730 instead of 1201 ns an operation at 8 threads and 1324
+ * instead of 2333 at 16 (and less processor time: 6.4 against 9.4 s of user
+ * and system time for one 16-thread run), and the longest wait of pinned
+ * mutex tasks at 16 threads was 2.18 instead of 2.48 ms (8 runs); dropping
+ * either limit alone gained nothing, and no other contention row moved
+ * beyond its noise.  The yield is what makes that safe: a loop with work
+ * that waits for a spinner's core gets it within a look.
  */
 #define IDLE_SPIN_NS 50000
 #define IDLE_SPIN_LOOKS 64 /* inbox looks (pauses) between two clock reads and yields */
@@ -107,10 +113,9 @@ void sb__exec_count_woken(void)
 }
 
 /*
- * Whether an idle loop may spin: no more loops awake than cores, and some
- * other loop awake and not spinning itself (two idle spinners would
- * otherwise keep each other spinning).  `self` is 1 before the caller counts
- * among the spinners (it is awake, but not working), 0 once it does.
+ * Whether an idle loop may spin: some other loop awake and not spinning
+ * itself.  `self` is 1 before the caller counts among the spinners (it is
+ * awake, but not working), 0 once it does.
  */
 static bool idle_spin_allowed(int self)
 {
@@ -118,7 +123,7 @@ static bool idle_spin_allowed(int self)
 	 * see a spinner that is not yet or no longer counted awake. */
 	int awake = (int)atomic_load_explicit(&loops_awake, memory_order_relaxed);
 	int spinning = (int)atomic_load_explicit(&idle_spinners, memory_order_relaxed);
-	return awake <= (int)sb_cpu_count() && awake - spinning > self;
+	return awake - spinning > self;
 }
 
 /* Whether anything but the inbox has work for the loop: the ring, a stop
@@ -138,9 +143,10 @@ static bool idle_spin_interrupted(sb_executor *ex, enum loop_mode mode, uint64_t
 /* The idle spin above; true when work arrived. */
 static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 {
-	unsigned slots = sb_cpu_count() / 2 ? sb_cpu_count() / 2 : 1;
-	if (!idle_spin_allowed(1) || !sb_cpu_take_slot(&idle_spinners, slots))
+	if (sb_cpu_count() == 1 || !idle_spin_allowed(1))
 		return false;
+	/* relaxed: a count (above). */
+	atomic_fetch_add_explicit(&idle_spinners, 1, memory_order_relaxed);
 	bool work = false;
 	uint64_t start = sb_now_ns(), now = start;
 	while (!work && now - start < IDLE_SPIN_NS && idle_spin_allowed(0)) {
@@ -150,7 +156,8 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 		if (!work)
 			sched_yield();
 	}
-	sb_cpu_give_slot(&idle_spinners);
+	/* relaxed: a count (above). */
+	atomic_fetch_sub_explicit(&idle_spinners, 1, memory_order_relaxed);
 	return work;
 }
 

@@ -92,9 +92,8 @@
  * order instead of each starving in turn - in a deep queue each would
  * otherwise wait for the bound after every one ahead of it.  Newcomers queue
  * behind and are not covered.  The phase's last handoff times them, as if
- * first passed half a bound before it (MUTEX_PHASE_GAP_MIN_NS), or later
- * after a phase that ran late, up to not at all after one a bound late: so
- * lockers get in between phases, and a queue that drains by handoffs more
+ * first passed half a bound before it (MUTEX_PHASE_GAP_NS): so lockers get
+ * half a bound between phases, and a queue that drains by handoffs more
  * slowly than the bound does not go from phase to phase (a convoy, 130
  * times slower with 1024 tasks on 16 pinned executor threads, when they were
  * timed from when they queued).  A queue served in order, nobody barging,
@@ -297,41 +296,38 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 /*
  * Waiters that queue during a handoff phase have waited through part of it,
  * and once they are at the front a barger passes them at once: the phase's
- * last handoff times them, as if first passed up to half a bound earlier,
- * so that they are handed the mutex MUTEX_PHASE_GAP_MIN_NS after the phase
- * instead of a whole bound after it.  Timed from that first pass instead, a
- * waiter that queued as a phase began waited for the rest of it, the bound,
- * and then its own place in the next phase: 2.05 to 2.2 ms here at 8 and 16
- * threads on 2 cores, a phase of 8 to 16 wake-ups of sleeping threads taking
- * about 0.5 ms.  Half a bound is the least time lockers get between two
- * phases; a phase that ran late (that ended more than half a bound past its
- * first waiter's bound, about as long as it took) buys them as long as it
- * was late, up to a whole bound, so that a queue slower to drain than the
- * bound still goes mostly to the bargers instead of from phase to phase
- * (the convoy above).
+ * last handoff times them as if first passed half a bound earlier, so that
+ * they are handed the mutex MUTEX_PHASE_GAP_NS after the phase instead of a
+ * whole bound after it.  Timed from that first pass instead, a waiter that
+ * queued as a phase began waited for the rest of it, the bound, and then its
+ * own place in the next phase: 2.05 to 2.2 ms here at 8 and 16 threads on 2
+ * cores, a phase of 8 to 16 wake-ups of sleeping threads taking about 0.5
+ * ms.  Half a bound is the time lockers get between two phases, however long
+ * a phase took: its newcomers have waited through it already, and what they
+ * wait after it adds to that.  (A phase that ran late used to buy lockers as
+ * long as it was late, up to a whole bound; with 1024 tasks on 16 pinned
+ * executor threads on 2 cores, whose phases take 1.3 to 1.9 ms, that made
+ * the longest wait 2.35 and 2.66 ms at the median of two sets of 12
+ * interleaved runs, against 1.86 and 2.07 ms with the fixed gap, which costs
+ * that row 23 to 31 % more time an operation: 68 against 52 to 55 ns.)
  */
-static const uint64_t MUTEX_PHASE_GAP_MIN_NS = SB_MUTEX_FAIRNESS_BOUND_NS / 2;
+static const uint64_t MUTEX_PHASE_GAP_NS = SB_MUTEX_FAIRNESS_BOUND_NS / 2;
 
 /*
  * Under the queue lock, at a phase's last handoff: times the waiters that
- * queued during the phase, `first_passed` being when its first waiter was
- * first passed (the phase ran late by the time since, less the bound).
+ * queued during the phase.
  */
-static void mutex_time_phase_newcomers_locked(sb_mutex *m, uint64_t first_passed)
+static void mutex_time_phase_newcomers_locked(sb_mutex *m)
 {
-	const uint64_t bound = SB_MUTEX_FAIRNESS_BOUND_NS;
+	const uint64_t credit = SB_MUTEX_FAIRNESS_BOUND_NS - MUTEX_PHASE_GAP_NS;
 	uint64_t now = sb__clock_now_ns();
-	uint64_t late = now - first_passed > bound ? now - first_passed - bound : 0;
-	uint64_t gap = late < MUTEX_PHASE_GAP_MIN_NS ? MUTEX_PHASE_GAP_MIN_NS : late < bound ? late : bound;
-	uint64_t credit = bound - gap;
 	mutex_time_passed_locked(m, now > credit ? now - credit : 1);
 }
 
 /*
  * Under the queue lock, eventually fair mode, about to hand the mutex to
- * `handed`: the phase goes on to the waiter behind it (which carries the
- * phase's first pass on: every waiter it covers was passed then or later),
- * or ends with its newcomers timed, or with the queue.  Called before the
+ * `handed`: the phase goes on to the waiter behind it, or ends with its
+ * newcomers timed, or with the queue.  Called before the
  * handoff, while the node is still the queue's.  Out of line and cold: the
  * common unlock, a wake, then keeps the registers it had without it (a
  * plain noinline call here cost mutex/four-queued-waiters 12 instructions a
@@ -344,12 +340,8 @@ __attribute__((noinline, cold)) static void mutex_phase_next_locked(sb_mutex *m,
 		m->handoff_left = 0; /* the phase ends with the queue */
 		return;
 	}
-	if (!m->handoff_left) {
-		mutex_time_phase_newcomers_locked(m, handed->passed_since);
-		return;
-	}
-	if (handed->passed_since)
-		mutex_lock_of(next)->passed_since = handed->passed_since;
+	if (!m->handoff_left)
+		mutex_time_phase_newcomers_locked(m);
 }
 
 /* Under the queue lock: hands the mutex to `head` (LOCKED stays set). */

@@ -752,41 +752,29 @@ static void a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mute
 }
 
 /*
- * A phase that ran late (it began 1 ns past its first waiter's bound and
- * took 3/4 of a bound) buys lockers as long before its newcomers starve:
- * a queue slower to drain than half a bound still goes mostly to them.
+ * However long a phase took (here 3/4 of a bound), its newcomers are handed
+ * the mutex half a bound after it, not later: they waited through the phase
+ * already, and what bargers take after it adds to that wait.
  */
-static void after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers_are_handed_the_mutex(void **state)
+static void after_a_long_phase_its_newcomers_are_still_handed_the_mutex_half_a_bound_after_it(void **state)
 {
 	(void)state;
-	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
-	after_a_phase_bargers_pass_its_newcomer_for(0, takes, takes + 1);
-}
-
-/*
- * How late a phase ran is counted from its first waiter's pass, not its
- * last's: here f[1] was passed half a bound after f[0], and the phase took
- * 3/4 of a bound, so f[1] itself was handed the mutex only 1/4 of a bound
- * past its own bound, yet lockers get the phase's 3/4.
- */
-static void a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_last(void **state)
-{
-	(void)state;
-	uint64_t takes = SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3;
-	after_a_phase_bargers_pass_its_newcomer_for(SB_MUTEX_FAIRNESS_BOUND_NS / 2, takes, takes + 1);
+	after_a_phase_bargers_pass_its_newcomer_for(0, SB_MUTEX_FAIRNESS_BOUND_NS / 4 * 3,
+						     SB_MUTEX_FAIRNESS_BOUND_NS / 2);
 }
 
 /*
  * A queue that drains more slowly than the bound would otherwise go from one
  * handoff phase to the next and never let a running locker in (a convoy).
- * So after a phase that ran a whole bound late (or more), lockers get a
- * whole bound before its newcomers are handed the mutex, however long they
- * have waited.
+ * So even after a phase three bounds long, whose covered waiters were passed
+ * at different times, lockers get half a bound before its newcomers are
+ * handed the mutex.
  */
-static void after_a_phase_a_whole_bound_late_lockers_get_a_whole_bound_before_its_newcomers(void **state)
+static void after_a_phase_however_long_lockers_get_half_a_bound_before_its_newcomers(void **state)
 {
 	(void)state;
-	after_a_phase_bargers_pass_its_newcomer_for(0, 3 * SB_MUTEX_FAIRNESS_BOUND_NS, SB_MUTEX_FAIRNESS_BOUND_NS);
+	after_a_phase_bargers_pass_its_newcomer_for(SB_MUTEX_FAIRNESS_BOUND_NS / 2, 3 * SB_MUTEX_FAIRNESS_BOUND_NS,
+						     SB_MUTEX_FAIRNESS_BOUND_NS / 2);
 }
 
 static void cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
@@ -1088,9 +1076,8 @@ int main(void)
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_behind_a_passed_head_is_timed_from_that_pass_and_handed_the_mutex_at_the_front),
 		cmocka_unit_test(a_waiter_that_queued_during_a_quick_handoff_phase_is_handed_the_mutex_half_a_bound_after_it),
-		cmocka_unit_test(after_a_phase_that_ran_late_lockers_get_as_long_before_its_newcomers_are_handed_the_mutex),
-		cmocka_unit_test(a_phase_runs_late_from_its_first_waiters_bound_whoever_it_serves_last),
-		cmocka_unit_test(after_a_phase_a_whole_bound_late_lockers_get_a_whole_bound_before_its_newcomers),
+		cmocka_unit_test(after_a_long_phase_its_newcomers_are_still_handed_the_mutex_half_a_bound_after_it),
+		cmocka_unit_test(after_a_phase_however_long_lockers_get_half_a_bound_before_its_newcomers),
 		cmocka_unit_test(cancel_of_a_woken_waiter_passes_the_wake_on),
 		cmocka_unit_test(cancel_of_a_woken_waiter_while_a_barger_holds_leaves_the_wake_to_its_unlock),
 		cmocka_unit_test(cancel_of_the_only_woken_waiter_leaves_the_mutex_free),

@@ -21,20 +21,18 @@
  *     run), and keeps handing it, in turn, to every waiter that was queued
  *     behind it then.  Waiters that queue during such a handoff phase are
  *     timed as if first passed half a bound before its last handoff: lockers
- *     get at least half a bound between two phases, and after a phase that
- *     ran late (that ended past its first waiter's bound, about as long as it
- *     took) as long as it was late, up to a whole bound, so that a queue
- *     slower to drain than the bound does not turn into one phase after
- *     another (a convoy).  A queue served in order, nobody barging, is never
- *     timed.  (An unlock compares the oldest waiter with the bound when it is
+ *     get half a bound between two phases, however long a phase took, so
+ *     that a queue slower to drain than the bound does not turn into one
+ *     phase after another (a convoy).  A queue served in order, nobody
+ *     barging, is never timed.  (An unlock compares the oldest waiter with the bound when it is
  *     first passed and at every 16th unlock after, a clock read being as
  *     costly as the rest of the unlock: a handoff may come up to 15 of the
  *     bargers' critical sections late.  The unlocks in between are one CAS
  *     each, without the queue's lock.)  So an acquire waits, from the first
  *     barger that passes it, about the bound plus the handoffs of its own
  *     phase (critical sections and wake-ups of their holders); one that
- *     queued during a phase, the rest of that phase, half a bound (or as long
- *     as that phase ran late) and its own phase; and on top of either, the
+ *     queued during a phase, the rest of that phase, half a bound and its
+ *     own phase; and on top of either, the
  *     time the kernel keeps a thread from running: its own (with more busy
  *     threads than cores, a time slice: 4 ms on a 250 Hz kernel), and that of
  *     each sleeping waiter the mutex is handed to, from its wake until it

@@ -22,8 +22,7 @@
  *                that hands it to every waiter then queued behind the
  *                oldest, in turn, ending early when the queue empties by a
  *                handoff or a cancel (its last handoff times the waiters
- *                that queued meanwhile half a bound back, less as long as
- *                the phase ran past its first waiter's bound); else unlocked,
+ *                that queued meanwhile half a bound back); else unlocked,
  *                and the oldest woken unless it is already
  *   first poll   unlocked: lock, 0; else queue, SB_PENDING
  *   later poll   SB_PENDING while queued (waker replacement); a woken head
@@ -87,29 +86,20 @@ static void m_time_passed(void)
 }
 
 /*
- * Fair mode, about to hand the mutex to the oldest waiter `h`: with nobody
- * behind it the phase ends; at the phase's last handoff the waiters that
- * queued during it are timed so that bargers may pass them for half a bound
- * after it, or as long as the phase ran late past its first waiter's bound
- * (which every handoff carries on to the next covered waiter), up to a bound.
+ * Fair mode, about to hand the mutex to the oldest waiter: with nobody behind
+ * it the phase ends; at the phase's last handoff the waiters that queued
+ * during it are timed so that bargers may pass them for half a bound after
+ * it, however long it took.
  */
-static void m_phase_next(int h)
+static void m_phase_next(void)
 {
-	const uint64_t bound = SB_MUTEX_FAIRNESS_BOUND_NS;
+	const uint64_t credit = SB_MUTEX_FAIRNESS_BOUND_NS / 2;
 	if (M.q.len < 2) {
 		M.phase = 0;
 		return;
 	}
-	uint64_t first = M.passed_since[h];
-	if (M.phase) {
-		if (first)
-			M.passed_since[M.q.q[1]] = first;
-		return;
-	}
-	uint64_t late = M.now - first > bound ? M.now - first - bound : 0;
-	uint64_t gap = late < bound / 2 ? bound / 2 : late < bound ? late : bound;
-	uint64_t credit = bound - gap;
-	m_time_passed_at(M.now > credit ? M.now - credit : 1);
+	if (!M.phase)
+		m_time_passed_at(M.now > credit ? M.now - credit : 1);
 }
 
 /* Whether letting go hands the mutex to the oldest waiter `h`. */
@@ -157,7 +147,7 @@ static void m_pass(void)
 	int h = M.q.q[0];
 	if (m_hands_off(h)) {
 		if (!M.fifo)
-			m_phase_next(h);
+			m_phase_next();
 		fz_q_remove(&M.q, h);
 		if (M.woken[h])
 			fz_complete_woken(h, 0); /* a woken one's waker is spent */

@@ -327,20 +327,17 @@ static void mutex_time_phase_newcomers_locked(sb_mutex *m)
 /*
  * Under the queue lock, eventually fair mode, about to hand the mutex to
  * `handed`: the phase goes on to the waiter behind it, or ends with its
- * newcomers timed, or with the queue.  Called before the
- * handoff, while the node is still the queue's.  Out of line and cold: the
+ * newcomers timed, or with the queue.  Called before the handoff, while the
+ * node is still the queue's.  Out of line and cold: the
  * common unlock, a wake, then keeps the registers it had without it (a
  * plain noinline call here cost mutex/four-queued-waiters 12 instructions a
  * round, the compiler keeping the mutex in a saved register for it).
  */
-__attribute__((noinline, cold)) static void mutex_phase_next_locked(sb_mutex *m, sb_mutex_lock *handed)
+__attribute__((noinline, cold)) static void mutex_phase_next_locked(sb_mutex *m, const sb_waiter *handed)
 {
-	sb_waiter *next = handed->waiter.next;
-	if (!next) {
+	if (!handed->next)
 		m->handoff_left = 0; /* the phase ends with the queue */
-		return;
-	}
-	if (!m->handoff_left)
+	else if (!m->handoff_left)
 		mutex_time_phase_newcomers_locked(m);
 }
 
@@ -379,7 +376,7 @@ static void mutex_pass_locked(sb_mutex *m)
 	sb_waiter *head = sb_waitq_front(&m->q);
 	if (head && mutex_hands_off_locked(m, head)) {
 		if (!mutex_is_fifo(m))
-			mutex_phase_next_locked(m, mutex_lock_of(head));
+			mutex_phase_next_locked(m, head);
 		mutex_hand_off_locked(m, head, &batch);
 		sb_waitq_unlock(&m->q); /* still LOCKED: it is the head's now */
 	} else {

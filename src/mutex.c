@@ -328,12 +328,13 @@ static void mutex_time_phase_newcomers_locked(sb_mutex *m)
  * Under the queue lock, eventually fair mode, about to hand the mutex to
  * `handed`: the phase goes on to the waiter behind it, or ends with its
  * newcomers timed, or with the queue.  Called before the handoff, while the
- * node is still the queue's.  Out of line and cold: the
- * common unlock, a wake, then keeps the registers it had without it (a
- * plain noinline call here cost mutex/four-queued-waiters 12 instructions a
- * round, the compiler keeping the mutex in a saved register for it).
+ * node is still the queue's.  Out of line and cold: the common unlock, a
+ * wake, then keeps the registers it had without it (a plain noinline call
+ * here cost mutex/four-queued-waiters 12 instructions a round, the compiler
+ * keeping the mutex in a saved register for it).
  */
-__attribute__((noinline, cold)) static void mutex_phase_next_locked(sb_mutex *m, const sb_waiter *handed)
+__attribute__((noinline, cold)) static void mutex_phase_next_locked(sb_mutex *m,
+								    const sb_waiter *handed)
 {
 	if (!handed->next)
 		m->handoff_left = 0; /* the phase ends with the queue */

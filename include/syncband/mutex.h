@@ -24,15 +24,15 @@
  *     get half a bound between two phases, however long a phase took, so
  *     that a queue slower to drain than the bound does not turn into one
  *     phase after another (a convoy).  A queue served in order, nobody
- *     barging, is never timed.  (An unlock compares the oldest waiter with the bound when it is
- *     first passed and at every 16th unlock after, a clock read being as
- *     costly as the rest of the unlock: a handoff may come up to 15 of the
- *     bargers' critical sections late.  The unlocks in between are one CAS
- *     each, without the queue's lock.)  So an acquire waits, from the first
- *     barger that passes it, about the bound plus the handoffs of its own
- *     phase (critical sections and wake-ups of their holders); one that
- *     queued during a phase, the rest of that phase, half a bound and its
- *     own phase; and on top of either, the
+ *     barging, is never timed.  (An unlock compares the oldest waiter with
+ *     the bound when it is first passed and at every 16th unlock after, a
+ *     clock read being as costly as the rest of the unlock: a handoff may
+ *     come up to 15 of the bargers' critical sections late.  The unlocks in
+ *     between are one CAS each, without the queue's lock.)  So an acquire
+ *     waits, from the first barger that passes it, about the bound plus the
+ *     handoffs of its own phase (critical sections and wake-ups of their
+ *     holders); one that queued during a phase, the rest of that phase, half
+ *     a bound and its own phase; and on top of either, the
  *     time the kernel keeps a thread from running: its own (with more busy
  *     threads than cores, a time slice: 4 ms on a 250 Hz kernel), and that of
  *     each sleeping waiter the mutex is handed to, from its wake until it

@@ -53,9 +53,10 @@
  *     queues and sleeps instead, and spins again after it has slept.
  *   - Pick it for throughput: when threads or tasks outnumber the cores, a
  *     strict handoff reserves the mutex for a waiter whose thread is not
- *     running, and every locker queues behind it (a convoy: 570 to 1000
- *     times slower than pthread_mutex_t with 8 threads on 2 cores); barging
- *     lets whoever runs take it, as pthread, Linux, Go and parking_lot do.
+ *     running, and every locker queues behind it (a convoy: with 8 threads
+ *     on 2 cores, 12 to 14 us a lock and unlock, 170 to 230 times
+ *     pthread_mutex_t's and 530 to 860 times this mode's); barging lets
+ *     whoever runs take it, as pthread, Linux, Go and parking_lot do.
  *
  *   Strict FIFO (SB_MUTEX_INIT_FIFO, sb_mutex_init_fifo).
  *   - A contended unlock hands the mutex directly to the oldest waiter: the

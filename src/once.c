@@ -40,6 +40,13 @@
  * A future that holds the job keeps its tenure, so that its cancel fails
  * the job only while that tenure lasts: after its runner reported, the job
  * is done, free, or another tenure's.
+ *
+ * HANDED marks the job as a queued future's that has not been told yet:
+ * set with the tenure by the unlock that hands it over, cleared by that
+ * future's poll that returns SB_ONCE_RUN (once_mark_told) or by its cancel
+ * passing the job on.  While it is set nobody else can have been told to
+ * run, so complete() and fail() - which cannot say who calls them - refuse
+ * with -EPERM; only the handed future (by its tenure) may change the word.
  */
 
 /* A queued waiter's final value when it was handed the job (GRANTED: done). */
@@ -68,6 +75,13 @@ static inline size_t once_tenure(size_t state)
 static inline bool once_is_running(size_t state)
 {
 	return (state & (SB_ONCE_STATE_DONE | SB_ONCE_STATE_RUNNING)) == SB_ONCE_STATE_RUNNING;
+}
+
+/* Whether whoever calls complete() or fail() may report in `state`: a runner
+ * holds the job and has been told so. */
+static inline bool once_may_report(size_t state)
+{
+	return once_is_running(state) && !(state & SB_ONCE_STATE_HANDED);
 }
 
 int sb_once_init(sb_once *o)
@@ -139,7 +153,7 @@ int sb_once_complete(sb_once *o)
 {
 	size_t state = once_load(o);
 	for (;;) {
-		if (!once_is_running(state))
+		if (!once_may_report(state))
 			return -EPERM;
 		if (state & SB_QLOCK_HELD) {
 			state = sb_qlock_wait(&o->q.state, state);
@@ -186,14 +200,16 @@ static int once_pass_on(sb_once *o, bool any, size_t tenure)
 			state = sb_qlock_wait(&o->q.state, state);
 			continue;
 		}
-		if (!once_is_running(state) || (!any && once_tenure(state) != tenure))
+		if (any ? !once_may_report(state)
+			: !once_is_running(state) || once_tenure(state) != tenure)
 			return -EPERM;
 		if (!(state & SB_WAITQ_NONEMPTY)) {
 			/* release: the next runner sees what we wrote (pairs with
 			 * the acquire of its claim).  relaxed on failure: the
 			 * loop re-decides. */
 			if (atomic_compare_exchange_weak_explicit(&o->q.state, &state,
-								  state & ~SB_ONCE_STATE_RUNNING,
+								  state & ~(SB_ONCE_STATE_RUNNING |
+									    SB_ONCE_STATE_HANDED),
 								  memory_order_release,
 								  memory_order_relaxed))
 				return 0;
@@ -207,7 +223,7 @@ static int once_pass_on(sb_once *o, bool any, size_t tenure)
 	sb_waiter *head = sb_waitq_front(&o->q);
 	if (head == NULL) {
 		/* release (the unlock): as the lock-free case above. */
-		sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_RUNNING, 0);
+		sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_RUNNING | SB_ONCE_STATE_HANDED, 0);
 		return 0;
 	}
 	sb_wake_batch batch;
@@ -216,7 +232,9 @@ static int once_pass_on(sb_once *o, bool any, size_t tenure)
 		once_tenure(state + SB_ONCE_STATE_TENURE_ONE);
 	/* The detach's release store hands the new runner our writes. */
 	sb_waitq_detach(&o->q, head, ONCE_HANDED, &batch);
-	sb_waitq_unlock_update(&o->q, 0, SB_ONCE_STATE_TENURE_ONE);
+	/* HANDED stays set when a handed future's cancel passes the job on. */
+	sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_HANDED,
+			       SB_ONCE_STATE_HANDED + SB_ONCE_STATE_TENURE_ONE);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 	return 0;
 }
@@ -259,18 +277,48 @@ static int once_wait_first_poll(void *future, const sb_waker *w)
 	return SB_PENDING;
 }
 
+/*
+ * The handed future's poll tells its caller to run: from now on the caller
+ * reports.  Only this future changes the word while HANDED is set (see the
+ * top of the file), so nothing but a lock holder can make the CAS fail.
+ */
+static void once_mark_told(sb_once *o)
+{
+	size_t state = once_load(o);
+	for (;;) {
+		/* The hand-over sets HANDED as it unlocks, after the detach
+		 * that our poll may have seen first. */
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&o->q.state, state);
+			continue;
+		}
+		assert(state & SB_ONCE_STATE_HANDED);
+		/* relaxed: publishes nothing; we saw the failed runner's writes
+		 * through the detach (acquire in sb_waitq_repoll), and our own
+		 * report is a release.  relaxed on failure: the loop re-decides. */
+		if (atomic_compare_exchange_weak_explicit(&o->q.state, &state,
+							  state & ~SB_ONCE_STATE_HANDED,
+							  memory_order_relaxed, memory_order_relaxed))
+			return;
+	}
+}
+
 static int once_wait_repoll(void *future, const sb_waker *w)
 {
 	sb_once_wait *f = future;
 	size_t r = sb_waitq_repoll(&f->once->q, &f->waiter, w);
 	if (r == SB_WAITER_GRANTED)
 		return 0;
-	return r == ONCE_HANDED ? SB_ONCE_RUN : SB_PENDING;
+	if (r != ONCE_HANDED)
+		return SB_PENDING;
+	once_mark_told(f->once);
+	return SB_ONCE_RUN;
 }
 
 int sb_once_wait_poll_slow(sb_once_wait *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, once_wait_first_poll, once_wait_repoll);
+	return sb_wait_future_poll(&f->status, f->once, f, w, once_wait_first_poll,
+				   once_wait_repoll);
 }
 
 void sb_once_wait_cancel(sb_once_wait *f)

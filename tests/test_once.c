@@ -14,6 +14,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int poll_once(sb_once_wait *f, counting_waker *c)
 {
@@ -209,6 +210,39 @@ static void a_waiter_handed_the_job_and_cancelled_before_observing_it_passes_it_
 	sb_once_wait_cancel(&f[2]);
 	assert_int_equal(sb_once_try(&o), SB_ONCE_RUN);
 	assert_int_equal(sb_once_complete(&o), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	assert_int_equal(sb_once_destroy(&o), 0);
+}
+
+/*
+ * The job handed to a future that has not polled yet is that future's alone:
+ * a second report from anyone else (here the failed runner reporting twice)
+ * is refused, so exactly one caller is told to run.
+ */
+static void reports_are_refused_until_the_handed_future_has_polled(void **state)
+{
+	(void)state;
+	sb_once o = SB_ONCE_INIT;
+	counting_waker c[3];
+	sb_once_wait f[3];
+	for (int i = 0; i < 3; i++)
+		counting_waker_init(&c[i]);
+	assert_int_equal(start(&f[0], &o, &c[0]), SB_ONCE_RUN);
+	assert_int_equal(start(&f[1], &o, &c[1]), SB_PENDING);
+	assert_int_equal(start(&f[2], &o, &c[2]), SB_PENDING);
+	assert_int_equal(sb_once_fail(&o), 0); /* handed to f[1], not yet told */
+	assert_int_equal(sb_once_fail(&o), -EPERM);
+	assert_int_equal(sb_once_complete(&o), -EPERM);
+	assert_int_equal(sb_once_try(&o), -EAGAIN);
+	assert_int_equal(atomic_load(&c[2].woken), 0); /* f[2] still waits */
+	assert_int_equal(poll_once(&f[2], &c[2]), SB_PENDING);
+	assert_int_equal(poll_once(&f[1], &c[1]), SB_ONCE_RUN); /* the one runner */
+	assert_int_equal(sb_once_fail(&o), 0); /* f[1]'s report: on to f[2] */
+	assert_int_equal(sb_once_complete(&o), -EPERM);
+	assert_int_equal(poll_once(&f[2], &c[2]), SB_ONCE_RUN);
+	assert_int_equal(sb_once_complete(&o), 0);
+	assert_int_equal(sb_once_fail(&o), -EPERM);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(atomic_load(&c[i].live), 0);
 	assert_int_equal(sb_once_destroy(&o), 0);
@@ -576,10 +610,28 @@ static void racing_callers_run_the_initialiser_until_it_succeeds_and_all_see_its
 	sb_watchdog_stop(&wd);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int once_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_once_wait_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_once o = SB_ONCE_INIT;
+	sb_once_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_once_wait_ops, once_wait_poll_typed);
+	assert_int_equal(sb_once_try(&o), SB_ONCE_RUN); /* nobody took the job */
+	assert_int_equal(sb_once_complete(&o), 0);
+	assert_int_equal(sb_once_destroy(&o), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(the_run_value_is_a_completion_and_no_error_of_the_once),
 		cmocka_unit_test(a_static_once_starts_not_done_with_nobody_running),
 		cmocka_unit_test(the_first_poll_is_told_to_run_and_later_polls_wait),
@@ -588,6 +640,7 @@ int main(void)
 		cmocka_unit_test(failure_with_nobody_waiting_lets_the_next_caller_run_it),
 		cmocka_unit_test(a_cancelled_waiter_leaves_the_queue_and_is_skipped),
 		cmocka_unit_test(a_waiter_handed_the_job_and_cancelled_before_observing_it_passes_it_on),
+		cmocka_unit_test(reports_are_refused_until_the_handed_future_has_polled),
 		cmocka_unit_test(the_runners_cancel_before_it_reports_passes_the_job_on),
 		cmocka_unit_test(the_runners_cancel_after_it_reported_does_nothing),
 		cmocka_unit_test(a_late_cancel_of_a_former_runner_does_not_fail_a_later_runners_job),

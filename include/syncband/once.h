@@ -29,7 +29,10 @@
  *   - A runner without a future (one told SB_ONCE_RUN by try() or
  *     sb_once_wait_blocking()) must report with complete() or fail().
  *   - Only the runner reports; the library checks that some runner holds
- *     the job (-EPERM otherwise), not that the caller is that runner.
+ *     the job (-EPERM otherwise), not that the caller is that runner.  A
+ *     job handed to a waiting future belongs to that future alone until its
+ *     poll returns SB_ONCE_RUN (or its cancel passes the job on): until
+ *     then complete() and fail() return -EPERM.
  *
  * Memory ordering: sb_once_complete() is a release and everything that sees
  * the once done (a poll returning 0, try() returning 0, is_done() returning
@@ -45,7 +48,8 @@
  * Errors (negative errno; every error leaves the once unchanged)
  *   -EAGAIN      try(): not done, and a runner holds the job
  *   -EPERM       complete() / fail(): no runner holds the job (the once is
- *                done, or nobody was told SB_ONCE_RUN since the last report)
+ *                done, nobody was told SB_ONCE_RUN since the last report, or
+ *                the job was handed to a future that has not polled yet)
  *   -EBUSY       destroy() while futures wait or a runner holds the job
  *   -ETIMEDOUT   sb_once_wait_blocking() ran out of time
  *   -ECANCELED   poll of a future after its cancel
@@ -83,7 +87,10 @@ typedef struct sb_once {
  *                                     read with acquire
  *   bit 4     SB_ONCE_STATE_RUNNING   a runner holds the job (futures wait
  *                                     only while it is set)
- *   bits 5-   the tenure: how many times the job has been given to a
+ *   bit 5     SB_ONCE_STATE_HANDED    the job was handed to a queued future
+ *                                     whose poll has not yet returned
+ *                                     SB_ONCE_RUN (only RUNNING with it)
+ *   bits 6-   the tenure: how many times the job has been given to a
  *             runner, one SB_ONCE_STATE_TENURE_ONE each (wrapping); 0 once
  *             done
  *
@@ -92,7 +99,8 @@ typedef struct sb_once {
  */
 #define SB_ONCE_STATE_DONE (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 #define SB_ONCE_STATE_RUNNING (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
-#define SB_ONCE_STATE_TENURE_SHIFT (SB_WAITQ_STATE_SHIFT + 2)
+#define SB_ONCE_STATE_HANDED (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 2))
+#define SB_ONCE_STATE_TENURE_SHIFT (SB_WAITQ_STATE_SHIFT + 3)
 #define SB_ONCE_STATE_TENURE_ONE (SB_CAST(size_t, 1) << SB_ONCE_STATE_TENURE_SHIFT)
 
 /* Static initialiser: not done, nobody running. */

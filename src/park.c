@@ -131,6 +131,12 @@ static void park_wake(const void *data)
 	while (!atomic_compare_exchange_weak_explicit(&p->word, &old, (old | PARK_WOKEN) - 1,
 						      memory_order_release, memory_order_relaxed))
 		;
+	/* The parker lives in the blocked thread's stack frame, which may have
+	 * returned by now (valgrind reports the system call's address): the
+	 * kernel only hashes the address, and what it can reach is a futex
+	 * that lives there next, woken spuriously - every futex sleeper
+	 * re-checks its word (futex.h).  Holding the reference across the
+	 * system call would only move the same wake to the drop after it. */
 	if (old & PARK_SLEEPING)
 		sb_futex_wake(&p->word, 1);
 }
@@ -140,6 +146,7 @@ static void park_drop(const void *data)
 	sb_parker *p = (sb_parker *)data;
 	/* release: our last access; the thread waiting for 0 acquires it. */
 	uint32_t old = atomic_fetch_sub_explicit(&p->word, 1, memory_order_release);
+	/* After the last reference, as in park_wake: only the address is used. */
 	if ((old & PARK_REFS) == 1 && (old & PARK_SLEEPING))
 		sb_futex_wake(&p->word, 1);
 }

@@ -128,7 +128,8 @@ static int barrier_wait_repoll(void *future, const sb_waker *w)
 
 int sb_barrier_wait_poll_slow(sb_barrier_wait *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, barrier_wait_first_poll, barrier_wait_repoll);
+	return sb_wait_future_poll(&f->status, f->barrier, f, w, barrier_wait_first_poll,
+				   barrier_wait_repoll);
 }
 
 void sb_barrier_wait_cancel(sb_barrier_wait *f)

@@ -28,6 +28,7 @@
 #define NOTIFIED_BY_ALL SB_WAITER_CLOSED
 
 enum {
+	CV_ZEROED,        /* never initialised: poll -EINVAL, cancel nothing */
 	CV_IDLE,          /* not polled: the caller holds the mutex */
 	CV_WAITING,       /* in the condvar's queue */
 	CV_LOCKING_ONE,   /* notified by notify_one, re-acquiring the mutex */
@@ -130,6 +131,8 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 		return 0;
 	case CV_FAILED:
 		return -EPERM;
+	case CV_ZEROED:
+		return -EINVAL;
 	default:
 		return -ECANCELED;
 	}
@@ -138,7 +141,7 @@ int sb_condvar_wait_poll(sb_condvar_wait *f, const sb_waker *w)
 void sb_condvar_wait_cancel(sb_condvar_wait *f)
 {
 	int phase = f->phase;
-	if (phase == CV_DONE || phase == CV_FAILED || phase == CV_CANCELLED)
+	if (phase == CV_DONE || phase == CV_FAILED || phase == CV_CANCELLED || phase == CV_ZEROED)
 		return;
 	f->phase = CV_CANCELLED;
 	sb_condvar *cv = f->cv;

@@ -16,7 +16,7 @@ void sb_deadline_init(sb_deadline *d, void *inner, const sb_future_ops *ops)
 int sb_deadline_poll(sb_deadline *d, const sb_waker *w)
 {
 	if (d->status != SB_PENDING)
-		return d->status;
+		return sb_future_done_result(d->status, d->ops);
 	/* Read before polling inner: an expiry that lands during the poll below
 	 * waits for the next one, which then polls inner once more. */
 	/* acquire: pairs with the release CAS in sb_deadline_expire_with. */

@@ -126,7 +126,8 @@ static int event_wait_repoll(void *future, const sb_waker *w)
 /* A first poll comes here when the inline one found the event clear (or locked). */
 int sb_event_wait_poll_slow(sb_event_wait *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, event_wait_first_poll, event_wait_repoll);
+	return sb_wait_future_poll(&f->status, f->event, f, w, event_wait_first_poll,
+				   event_wait_repoll);
 }
 
 void sb_event_wait_cancel(sb_event_wait *f)
@@ -260,7 +261,7 @@ static int auto_event_wait_repoll(void *future, const sb_waker *w)
 /* The first poll takes a signal stored since the inline poll looked. */
 int sb_auto_event_wait_poll_slow(sb_auto_event_wait *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, auto_event_wait_first_poll,
+	return sb_wait_future_poll(&f->status, f->event, f, w, auto_event_wait_first_poll,
 				   auto_event_wait_repoll);
 }
 

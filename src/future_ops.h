@@ -6,7 +6,22 @@
 #ifndef SYNCBAND_SRC_FUTURE_OPS_H
 #define SYNCBAND_SRC_FUTURE_OPS_H
 
+#include <errno.h>
+#include <stddef.h>
+
 #include <syncband/future.h>
+
+/*
+ * A done future's result, again.  A future that was never initialised (all
+ * bytes zero) would read as done with 0: a pointer that its init sets and
+ * nothing clears (the primitive, the inner future's ops, the joined task)
+ * tells it apart, and it gets -EINVAL.  Only a done future's re-poll comes
+ * here: no first poll or wait pays for the check.
+ */
+static inline int sb_future_done_result(int status, const void *set_by_init)
+{
+	return status == 0 && set_by_init == NULL ? -EINVAL : status;
+}
 
 /*
  * Defines `const sb_future_ops name` for futures of type `type` whose poll

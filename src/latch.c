@@ -175,7 +175,8 @@ static int latch_wait_repoll(void *future, const sb_waker *w)
 /* A first poll comes here when the inline one found the count above zero. */
 int sb_latch_wait_poll_slow(sb_latch_wait *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, latch_wait_first_poll, latch_wait_repoll);
+	return sb_wait_future_poll(&f->status, f->latch, f, w, latch_wait_first_poll,
+				   latch_wait_repoll);
 }
 
 void sb_latch_wait_cancel(sb_latch_wait *f)

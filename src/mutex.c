@@ -536,7 +536,8 @@ static int mutex_lock_repoll(void *future, const sb_waker *w)
 
 int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, mutex_lock_first_poll, mutex_lock_repoll);
+	return sb_wait_future_poll(&f->status, f->mutex, f, w, mutex_lock_first_poll,
+				   mutex_lock_repoll);
 }
 
 /* Under the queue lock: a woken future left; wake the next if the mutex is free. */

@@ -421,7 +421,8 @@ static int rw_lock_repoll(void *future, const sb_waker *waker)
 
 int sb_rwlock_lock_poll_slow(sb_rwlock_lock *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, rw_lock_first_poll, rw_lock_repoll);
+	return sb_wait_future_poll(&f->status, f->rwlock, f, w, rw_lock_first_poll,
+				   rw_lock_repoll);
 }
 
 /*

@@ -277,7 +277,8 @@ static int sem_acquire_repoll(void *future, const sb_waker *w)
 
 int sb_semaphore_acquire_poll_slow(sb_semaphore_acquire *f, const sb_waker *w)
 {
-	return sb_wait_future_poll(&f->status, f, w, sem_acquire_first_poll, sem_acquire_repoll);
+	return sb_wait_future_poll(&f->status, f->sem, f, w, sem_acquire_first_poll,
+				   sem_acquire_repoll);
 }
 
 void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)

@@ -38,15 +38,17 @@ typedef int (*sb_wait_step_fn)(void *future, const sb_waker *waker);
 /*
  * The out-of-line poll of every wait future: a first poll goes to
  * `first_poll`, a pending one to `repoll`, and the status either returns is
- * stored; a done one returns its result again.
+ * stored; a done one returns its result again (sb_future_done_result:
+ * `primitive` is the one the future was initialised with).
  */
-static inline int sb_wait_future_poll(int *status, void *future, const sb_waker *waker,
-				      sb_wait_step_fn first_poll, sb_wait_step_fn repoll)
+static inline int sb_wait_future_poll(int *status, const void *primitive, void *future,
+				      const sb_waker *waker, sb_wait_step_fn first_poll,
+				      sb_wait_step_fn repoll)
 {
 	if (*status == SB_FUTURE_IDLE)
 		return *status = first_poll(future, waker);
 	if (*status != SB_PENDING)
-		return *status;
+		return sb_future_done_result(*status, primitive);
 	return *status = repoll(future, waker);
 }
 

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 /* Polls `f` with a counting waker, so the waker contract is checked too. */
 static int poll_with(sb_barrier_wait *f, counting_waker *c)
@@ -586,10 +587,27 @@ static void a_blocking_wait_timing_out_as_its_generation_completes_returns_the_c
 	assert_int_equal(atomic_load(&c.live), 0);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int barrier_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_barrier_wait_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_barrier b;
+	assert_int_equal(sb_barrier_init(&b, 2), 0);
+	sb_barrier_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_barrier_wait_ops, barrier_wait_poll_typed);
+	assert_int_equal(sb_barrier_destroy(&b), 0); /* no arrival counted */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(static_initialiser_makes_a_barrier_of_n_parties),
 		cmocka_unit_test(init_rejects_zero_parties_and_more_than_the_maximum_leaving_the_barrier_as_it_was),
 		cmocka_unit_test(a_wait_on_a_barrier_of_zero_parties_fails_with_einval),

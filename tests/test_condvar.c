@@ -14,6 +14,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int poll_with(sb_condvar_wait *f, counting_waker *c)
 {
@@ -474,10 +475,31 @@ static void producers_and_consumers_with_a_predicate_loop_move_every_item(void *
 	assert_int_equal(sb_condvar_destroy(&q.not_full), 0);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int condvar_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_condvar_wait_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_condvar cv = SB_CONDVAR_INIT;
+	sb_mutex m = SB_MUTEX_INIT;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	sb_condvar_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_condvar_wait_ops, condvar_wait_poll_typed);
+	assert_true(sb_mutex_is_locked(&m)); /* its cancel did not unlock */
+	sb_mutex_unlock(&m);
+	assert_int_equal(sb_condvar_destroy(&cv), 0);
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(notify_with_nobody_waiting_is_not_stored),
 		cmocka_unit_test(wait_completes_holding_the_mutex_after_notify),
 		cmocka_unit_test(first_poll_with_an_unlocked_mutex_is_refused),

@@ -21,6 +21,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static void a_deadline_is_24_bytes_on_64_bit_targets(void **state)
 {
@@ -361,10 +362,24 @@ static void a_grant_racing_the_expiry_never_loses_a_permit(void **state)
 	sb_watchdog_stop(&wd);
 }
 
+/* A never-initialised deadline is bad input, not a completed one. */
+static int deadline_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_deadline_poll(f, w);
+}
+
+static void a_zeroed_deadline_polls_to_einval(void **state)
+{
+	(void)state;
+	sb_deadline d;
+	assert_zeroed_future_is_refused(&d, sizeof d, &sb_deadline_ops, deadline_poll_typed);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_deadline_is_24_bytes_on_64_bit_targets),
+		cmocka_unit_test(a_zeroed_deadline_polls_to_einval),
 		cmocka_unit_test(a_deadline_passes_the_inner_result_through),
 		cmocka_unit_test(before_expiry_a_pending_inner_stays_registered),
 		cmocka_unit_test(an_expired_deadline_cancels_a_pending_inner_with_etimedout),

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int poll_wait(sb_event_wait *f, counting_waker *c)
 {
@@ -682,10 +683,44 @@ static void waits_racing_set_and_reset_are_all_released(void **state)
 	assert_int_equal(sb_event_destroy(&t.event), 0);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int event_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_event_wait_poll(f, w);
+}
+
+static int auto_event_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_auto_event_wait_poll(f, w);
+}
+
+static void a_zeroed_wait_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_event e = SB_EVENT_INIT(false);
+	sb_event_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_event_wait_ops, event_wait_poll_typed);
+	assert_false(sb_event_is_set(&e));
+	assert_int_equal(sb_event_destroy(&e), 0);
+}
+
+static void a_zeroed_auto_event_wait_polls_to_einval_and_takes_no_signal(void **state)
+{
+	(void)state;
+	sb_auto_event e = SB_AUTO_EVENT_INIT(true);
+	sb_auto_event_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_auto_event_wait_ops,
+					auto_event_wait_poll_typed);
+	assert_int_equal(sb_auto_event_try_wait(&e), 0); /* the signal is still there */
+	assert_int_equal(sb_auto_event_destroy(&e), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_wait_polls_to_einval_and_changes_nothing),
+		cmocka_unit_test(a_zeroed_auto_event_wait_polls_to_einval_and_takes_no_signal),
 		cmocka_unit_test(static_events_start_as_asked),
 		cmocka_unit_test(wait_on_a_set_event_is_ready_without_cloning),
 		cmocka_unit_test(set_releases_every_registered_wait),

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int poll_wait(sb_latch_wait *f, counting_waker *c)
 {
@@ -818,10 +819,27 @@ static void waits_racing_reopens_and_count_downs_are_all_released(void **state)
 	assert_int_equal(sb_latch_destroy(&t.latch), 0);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int latch_wait_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_latch_wait_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_latch l = SB_LATCH_INIT(1);
+	sb_latch_wait f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_latch_wait_ops, latch_wait_poll_typed);
+	assert_int_equal(sb_latch_try_wait(&l), -EAGAIN);
+	assert_int_equal(sb_latch_destroy(&l), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(a_latch_initialised_at_zero_is_open_at_once),
 		cmocka_unit_test(static_and_initialised_latches_start_at_their_count),
 		cmocka_unit_test(init_refuses_a_count_above_the_maximum_and_leaves_the_latch_as_it_was),

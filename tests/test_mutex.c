@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int poll_with(sb_mutex_lock *f, counting_waker *c)
 {
@@ -1044,10 +1045,27 @@ static void unlock_racing_the_first_waiter_never_loses_the_wake(void **state)
 	assert_false(sb_mutex_is_locked(&r.mutex));
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int mutex_lock_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_mutex_lock_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_mutex_lock f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_mutex_lock_ops, mutex_lock_poll_typed);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_mutex_destroy(&m), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(static_mutex_locks_and_unlocks),
 		cmocka_unit_test(unlock_of_an_unlocked_mutex_is_refused),
 		cmocka_unit_test(a_fifo_mutex_hands_itself_to_queued_lockers_in_order),

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 /* Polls `f` with a counting waker, so the waker contract is checked too. */
 static int poll_with(sb_rwlock_lock *f, counting_waker *c)
@@ -919,10 +920,28 @@ static void readers_and_writers_on_threads_never_overlap(void **state)
 	sb_watchdog_stop(&wd);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int rwlock_lock_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_rwlock_lock_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_rwlock_lock_ops, rwlock_lock_poll_typed);
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	assert_false(sb_rwlock_is_write_locked(&rw));
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(static_initialiser_gives_an_unlocked_rwlock),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(sizes_fit_the_contract),
 		cmocka_unit_test(readers_share_the_lock_and_a_writer_holds_it_alone),
 		cmocka_unit_test(unlocking_what_is_not_held_fails_with_eperm_and_changes_nothing),

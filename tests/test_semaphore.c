@@ -15,6 +15,7 @@
 #include "check.h"
 #include "counting_waker.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 /* Polls `f` with a counting waker, so the waker contract is checked too. */
 static int poll_with(sb_semaphore_acquire *f, counting_waker *c)
@@ -696,10 +697,30 @@ static void blocking_acquire_is_woken_by_close(void **state)
 	sb_watchdog_stop(&wd);
 }
 
+/* A never-initialised future is bad input, not a completed one. */
+static int semaphore_acquire_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_semaphore_acquire_poll(f, w);
+}
+
+static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	sb_semaphore_acquire f;
+	assert_zeroed_future_is_refused(&f, sizeof f, &sb_semaphore_acquire_ops,
+					semaphore_acquire_poll_typed);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(static_initialiser_gives_the_permits),
+		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
 		cmocka_unit_test(sizes_fit_the_contract),
 		cmocka_unit_test(init_rejects_a_count_above_the_maximum),
 		cmocka_unit_test(try_acquire_takes_permits_until_short),

@@ -18,6 +18,9 @@
  * was granted but did not consume.  After it returns the future's memory may
  * be freed or reused.  `cancel` on a completed or never-polled future does
  * nothing.  A completed future returns its result again if polled again.
+ * A future that was never initialised (zeroed memory) is bad input: every
+ * poll of it returns -EINVAL, its cancel does nothing, and the primitive is
+ * left as it was.
  *
  * What a loop author must know about wakers:
  *

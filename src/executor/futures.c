@@ -42,7 +42,7 @@ SB_FUTURE_OPS(sb_join_ops, sb_join, sb_join_poll, sb_join_cancel);
 
 int sb_join_wait(sb_join *j)
 {
-	if (j->task && sb__sched_join_would_deadlock(j->task))
+	if (j->status == SB_PENDING && sb__sched_join_would_deadlock(j->task))
 		return -EDEADLK;
 	return sb_future_wait_blocking(j, &sb_join_ops, SB_TIMEOUT_INFINITE);
 }

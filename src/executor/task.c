@@ -10,6 +10,8 @@
 #endif
 #include "internal.h"
 
+#include "../future_ops.h"
+
 #include <assert.h>
 #include <errno.h>
 
@@ -300,8 +302,9 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group 
 /* The task is done (T_DONE seen with acquire): the join takes its result. */
 static int join_complete(sb_join *j, sb_task *t)
 {
+	/* j->task stays, never read again but as "spawn set it" (a zeroed
+	 * join has none: sb_future_done_result). */
 	j->status = t->result;
-	j->task = NULL;
 	sb__task_unref(t, 1);
 	return j->status;
 }
@@ -354,9 +357,9 @@ static bool join_register(sb_task *t, uint64_t *s, const sb_waker *w)
 
 int sb_join_poll(sb_join *j, const sb_waker *w)
 {
+	if (j->status != SB_PENDING)
+		return sb_future_done_result(j->status, j->task);
 	sb_task *t = j->task;
-	if (!t)
-		return j->status;
 	/* acquire: when T_DONE is set, the completer's release makes result visible. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (s & T_DONE)
@@ -378,9 +381,9 @@ int sb_join_poll(sb_join *j, const sb_waker *w)
 
 void sb_join_cancel(sb_join *j)
 {
-	sb_task *t = j->task;
-	if (!t)
+	if (j->status != SB_PENDING)
 		return;
+	sb_task *t = j->task;
 	/* relaxed: a first guess for the CAS. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	for (;;) {
@@ -395,7 +398,6 @@ void sb_join_cancel(sb_join *j)
 			break;
 		}
 	}
-	j->task = NULL;
 	j->status = -ECANCELED;
 	sb__task_unref(t, 1);
 }

@@ -8,6 +8,8 @@
 #endif
 #include "internal.h"
 
+#include "../future_ops.h"
+
 #include <errno.h>
 
 /* ------------------------------------------------------------ timers */
@@ -150,7 +152,7 @@ static void timeout_check_sleep(sb_timeout *t, const sb_waker *w)
 int sb_timeout_poll(sb_timeout *t, const sb_waker *w)
 {
 	if (t->deadline.status != SB_PENDING)
-		return t->deadline.status;
+		return sb_future_done_result(t->deadline.status, t->deadline.ops);
 	/* An armed timer is looked at first, so that one poll of inner settles
 	 * an expiry; the first poll tries inner before it arms anything. */
 	bool armed = t->sleep.state != SLEEP_IDLE;
@@ -174,6 +176,8 @@ int sb_timeout_poll(sb_timeout *t, const sb_waker *w)
 
 void sb_timeout_cancel(sb_timeout *t)
 {
+	if (t->deadline.ops == NULL)
+		return; /* never initialised: nothing to undo */
 	sb_deadline_cancel(&t->deadline);
 	sb_sleep_cancel(&t->sleep);
 }

@@ -29,6 +29,7 @@
 
 #include "exec_support.h"
 #include "watchdog.h"
+#include "zeroed_future.h"
 
 static int setup_executor(void **state)
 {
@@ -748,6 +749,26 @@ static void features_report_the_setup_flags_in_use(void **state)
 	assert_int_equal(sb_executor_destroy(&ex, NULL), 0);
 }
 
+/* Never-initialised joins and timeouts are bad input, not completed futures. */
+static int join_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_join_poll(f, w);
+}
+
+static int timeout_poll_typed(void *f, const sb_waker *w)
+{
+	return sb_timeout_poll(f, w);
+}
+
+static void zeroed_joins_and_timeouts_poll_to_einval(void **state)
+{
+	(void)state;
+	sb_join j;
+	assert_zeroed_future_is_refused(&j, sizeof j, &sb_join_ops, join_poll_typed);
+	sb_timeout t;
+	assert_zeroed_future_is_refused(&t, sizeof t, &sb_timeout_ops, timeout_poll_typed);
+}
+
 int main(void)
 {
 	exec_skip_without_io_uring("test_executor");
@@ -779,6 +800,7 @@ int main(void)
 		cmocka_unit_test(init_with_an_impossible_ring_size_fails_with_einval),
 		cmocka_unit_test(init_reports_the_error_when_io_uring_is_blocked),
 		cmocka_unit_test(features_report_the_setup_flags_in_use),
+		cmocka_unit_test(zeroed_joins_and_timeouts_poll_to_einval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -352,7 +352,7 @@ static void join_check(void *p)
 {
 	task_ctx *c = p;
 	settle();
-	if (c->t.join.task) /* the joiner saw it unfinished: it must have been told */
+	if (c->t.join.status == SB_PENDING) /* the joiner saw it unfinished: it must have been told */
 		MODEL_CHECK(atomic_load(&c->joiner.wakes) >= 1);
 	else
 		MODEL_CHECK(c->t.join.status == 0);

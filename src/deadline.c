@@ -29,8 +29,11 @@ int sb_deadline_poll(sb_deadline *d, const sb_waker *w)
 	if (!expired)
 		return SB_PENDING;
 	d->ops->cancel(d->inner);
-	d->status = expired;
-	return expired;
+	/* A cancel that could not undo inner (a channel operation that had
+	 * happened) leaves it completed: that completion is the result. */
+	r = d->ops->poll(d->inner, w);
+	d->status = r == 0 ? 0 : expired;
+	return d->status;
 }
 
 int sb_deadline_expire_with(sb_deadline *d, int err)

@@ -238,6 +238,8 @@ static int racy_poll(void *f, const sb_waker *w)
 {
 	(void)w;
 	struct racy_inner *r = f;
+	if (r->cancels)
+		return -ECANCELED; /* the deadline's look after its cancel */
 	if (++r->polls == 1)
 		sb_deadline_expire(r->outer);
 	return SB_PENDING;
@@ -375,6 +377,45 @@ static void a_zeroed_deadline_polls_to_einval(void **state)
 	assert_zeroed_future_is_refused(&d, sizeof d, &sb_deadline_ops, deadline_poll_typed);
 }
 
+/*
+ * An inner future whose operation happens between the deadline's last poll
+ * of it and its cancel (a channel receive handed an item then): the cancel
+ * cannot undo it and leaves it completed, so the deadline reports it.
+ */
+typedef struct racing_inner {
+	bool happened; /* set by cancel: the grant it found */
+	int cancels;
+} racing_inner;
+
+static int racing_poll(void *f, const sb_waker *w)
+{
+	(void)w;
+	return ((racing_inner *)f)->happened ? 0 : SB_PENDING;
+}
+
+static void racing_cancel(void *f)
+{
+	racing_inner *r = f;
+	r->cancels++;
+	r->happened = true;
+}
+
+static const sb_future_ops racing_ops = { racing_poll, racing_cancel };
+
+static void a_completion_that_the_cancel_finds_wins_over_the_expiry(void **state)
+{
+	(void)state;
+	sb_waker w = sb_waker_noop();
+	racing_inner inner = { false, 0 };
+	sb_deadline d;
+	sb_deadline_init(&d, &inner, &racing_ops);
+	assert_int_equal(sb_deadline_poll(&d, &w), SB_PENDING);
+	sb_deadline_expire(&d);
+	assert_int_equal(sb_deadline_poll(&d, &w), 0);
+	assert_int_equal(inner.cancels, 1);
+	assert_int_equal(sb_deadline_poll(&d, &w), 0); /* and stays so */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +425,7 @@ int main(void)
 		cmocka_unit_test(before_expiry_a_pending_inner_stays_registered),
 		cmocka_unit_test(an_expired_deadline_cancels_a_pending_inner_with_etimedout),
 		cmocka_unit_test(a_grant_made_before_the_expired_poll_wins),
+		cmocka_unit_test(a_completion_that_the_cancel_finds_wins_over_the_expiry),
 		cmocka_unit_test(a_partial_grant_at_expiry_is_handed_to_the_next_waiter),
 		cmocka_unit_test(an_expiry_during_the_inner_poll_gives_it_one_more_poll),
 		cmocka_unit_test(expire_with_completes_with_the_error_given_and_the_first_one_wins),

@@ -54,8 +54,10 @@ SB_API void sb_deadline_init(sb_deadline *d, void *inner, const sb_future_ops *o
  * Polls inner: its result (0 or a negative errno) when it completes,
  * SB_PENDING while it waits and the deadline has not expired, or, once it
  * has expired and inner is still pending, cancels inner and returns
- * -ETIMEDOUT (or the error given to sb_deadline_expire_with).  A done
- * deadline returns its result again without touching inner.
+ * -ETIMEDOUT (or the error given to sb_deadline_expire_with) - unless the
+ * cancel found inner's operation already done (a channel send or receive
+ * that happened: inner polls to 0 after its cancel), when it returns 0.  A
+ * done deadline returns its result again without touching inner.
  */
 SB_API int sb_deadline_poll(sb_deadline *d, const sb_waker *w);
 

@@ -314,8 +314,9 @@ SB_API void sb_sleep_until_init(sb_sleep *s, uint64_t deadline_ns);
  */
 SB_API int sb_sleep_poll(sb_sleep *s, const sb_waker *w);
 /*
- * Unregisters and drops the waker.  On the thread that polled it, or in the
- * cancel function of a floating task that a group shutdown cancels (on the
+ * Unregisters and drops the waker; a later poll returns -ECANCELED (0 if
+ * it had completed).  On the thread that polled it, or in the cancel
+ * function of a floating task that a group shutdown cancels (on the
  * shutting-down thread, while every group thread waits).
  */
 SB_API void sb_sleep_cancel(sb_sleep *s);

@@ -169,7 +169,11 @@ static inline void sb_waker_drop(sb_waker w)
  * A future seen through two function pointers, so that combinators (the
  * executor's sb_timeout), sb_block_on and the blocking waits can drive any
  * syncband future.  Every primitive exports one for its future, e.g.
- * sb_semaphore_acquire_ops.
+ * sb_semaphore_acquire_ops.  A combinator may poll a future once after
+ * cancelling it, to learn whether the cancel found its operation done (a
+ * channel's send or receive): such a poll must return the future's final
+ * result without registering (syncband's futures return -ECANCELED, or 0
+ * when the operation had happened).
  */
 typedef struct sb_future_ops {
 	int (*poll)(void *future, const sb_waker *waker);

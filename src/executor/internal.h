@@ -117,6 +117,7 @@ enum {
 	SLEEP_LINKED,      /* in an executor's timer heap, holding a waker clone */
 	SLEEP_FIRED,       /* the executor unlinked it and woke the waker */
 	SLEEP_DONE,
+	SLEEP_CANCELLED,   /* polls to -ECANCELED, as every cancelled future */
 };
 
 /*

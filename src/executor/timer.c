@@ -83,6 +83,8 @@ int sb_sleep_poll(sb_sleep *s, const sb_waker *w)
 {
 	if (s->state == SLEEP_DONE)
 		return 0;
+	if (s->state == SLEEP_CANCELLED)
+		return -ECANCELED;
 	if (s->state == SLEEP_FIRED) {
 		s->state = SLEEP_DONE;
 		return 0;
@@ -121,7 +123,8 @@ void sb_sleep_cancel(sb_sleep *s)
 		sb_waker_drop(timer_disarm(s->exec->impl, s));
 		timer_unpin(s);
 	}
-	s->state = SLEEP_DONE;
+	if (s->state != SLEEP_DONE)
+		s->state = SLEEP_CANCELLED;
 }
 
 /* ------------------------------------------------------------ timeout */

@@ -248,21 +248,47 @@ static inline void sb_waitq_after_unlock(sb_wake_batch *b, sb_waker drop)
 }
 
 /*
- * Under the lock: links `w` at the tail, owing `remaining` (> 0), holding
- * `clone` (made before the lock was taken).  Fills every field of the node.
+ * The FIFO itself, on any head and tail guarded by a queue's lock: the
+ * queue's own, or a second list under the same lock (the channel's senders).
+ * Links `w` at the tail, owing `remaining` (> 0), holding `clone` (made
+ * before the lock was taken).  Fills every field of the node.
  */
-static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
+static inline void sb_waiters_push(sb_waiter **head, sb_waiter **tail, sb_waiter *w,
+				   size_t remaining, sb_waker clone)
 {
 	assert(!sb_waiter_is_detached(remaining) && remaining < SB_WAITER_WOKEN);
 	w->next = NULL;
-	w->prev = q->tail;
+	w->prev = *tail;
 	w->waker = clone;
 	sb_waiter_set_remaining_locked(w, remaining);
-	if (q->tail)
-		q->tail->next = w;
+	if (*tail)
+		(*tail)->next = w;
 	else
-		q->head = w;
-	q->tail = w;
+		*head = w;
+	*tail = w;
+}
+
+/* Unlinks a linked `w` and returns its waker (see sb_waitq_unlink). */
+static inline sb_waker sb_waiters_unlink(sb_waiter **head, sb_waiter **tail, sb_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		*head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		*tail = w->prev;
+	w->next = w->prev = NULL;
+	/* Moved out, not cleared: only the node's owner writes `waker` (see the
+	 * top of the file), so that it may compare it without the lock. */
+	return w->waker;
+}
+
+/* Under the lock: sb_waiters_push on the queue's own list. */
+static inline void sb_waitq_push(sb_waitq *q, sb_waiter *w, size_t remaining, sb_waker clone)
+{
+	sb_waiters_push(&q->head, &q->tail, w, remaining, clone);
 }
 
 /*
@@ -284,18 +310,7 @@ static inline void sb_waitq_push_and_unlock(sb_waitq *q, sb_waiter *w, size_t re
  */
 static inline sb_waker sb_waitq_unlink(sb_waitq *q, sb_waiter *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->next = w->prev = NULL;
-	/* Moved out, not cleared: only the node's owner writes `waker` (see the
-	 * top of the file), so that it may compare it without the lock. */
-	return w->waker;
+	return sb_waiters_unlink(&q->head, &q->tail, w);
 }
 
 /*

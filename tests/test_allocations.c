@@ -27,33 +27,37 @@ extern void __libc_free(void *);
 
 static atomic_long allocations;
 
-void *malloc(size_t n)
+/* Exported, although the build hides symbols by default: calls from inside
+ * libc and liburing reach these too, not only the library linked in. */
+#define INTERPOSED __attribute__((visibility("default")))
+
+INTERPOSED void *malloc(size_t n)
 {
 	atomic_fetch_add(&allocations, 1);
 	return __libc_malloc(n);
 }
-void *calloc(size_t n, size_t size)
+INTERPOSED void *calloc(size_t n, size_t size)
 {
 	atomic_fetch_add(&allocations, 1);
 	return __libc_calloc(n, size);
 }
-void *realloc(void *p, size_t n)
+INTERPOSED void *realloc(void *p, size_t n)
 {
 	atomic_fetch_add(&allocations, 1);
 	return __libc_realloc(p, n);
 }
-int posix_memalign(void **out, size_t align, size_t n)
+INTERPOSED int posix_memalign(void **out, size_t align, size_t n)
 {
 	atomic_fetch_add(&allocations, 1);
 	*out = __libc_memalign(align, n);
 	return *out ? 0 : ENOMEM;
 }
-void *aligned_alloc(size_t align, size_t n)
+INTERPOSED void *aligned_alloc(size_t align, size_t n)
 {
 	atomic_fetch_add(&allocations, 1);
 	return __libc_memalign(align, n);
 }
-void free(void *p)
+INTERPOSED void free(void *p)
 {
 	__libc_free(p);
 }

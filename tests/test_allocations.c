@@ -343,6 +343,64 @@ static void every_latch_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+static void every_channel_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* the ring, batches, eviction, handoffs both ways, cancels, a close
+	 * past one wake batch, blocking timeouts */
+	long slots[4], items[8], out[8];
+	for (int i = 0; i < 8; i++)
+		items[i] = i;
+	sb_channel ch;
+	assert_int_equal(sb_channel_init(&ch, slots, sizeof(long), 4), 0);
+	assert_int_equal(sb_channel_try_send_many(&ch, items, 8), 4);
+	assert_int_equal(sb_channel_force_send(&ch, &items[5], &out[0]), 1);
+	sb_channel_send s[2];
+	for (int i = 0; i < 2; i++) {
+		sb_channel_send_init(&s[i], &ch, &items[i]);
+		assert_int_equal(sb_channel_send_poll(&s[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_channel_send_poll(&s[1], &wd), SB_PENDING);
+	assert_int_equal(sb_channel_try_recv_many(&ch, out, 5), 5); /* 4, then from s[0] */
+	assert_int_equal(sb_channel_try_recv_many(&ch, out, 8), 1); /* s[1] refilled the ring */
+	assert_int_equal(sb_channel_send_poll(&s[0], &w), 0);
+	assert_int_equal(sb_channel_send_cancel(&s[1]), 0); /* taken already */
+	assert_int_equal(sb_channel_try_recv_many(&ch, out, 8), -EAGAIN);
+	assert_int_equal(sb_channel_recv_blocking(&ch, &out[0], 1000), -ETIMEDOUT);
+	enum { N = 40 };
+	sb_channel_recv r[N];
+	for (int i = 0; i < N; i++) {
+		sb_channel_recv_many_init(&r[i], &ch, &out[i % 8], 1);
+		assert_int_equal(sb_channel_recv_poll(&r[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_channel_try_send(&ch, &items[3]), 0); /* straight to r[0] */
+	assert_int_equal(sb_channel_recv_cancel(&r[0]), 0);
+	assert_int_equal(sb_channel_recv_cancel(&r[1]), -ECANCELED);
+	sb_channel_close(&ch);
+	for (int i = 2; i < N; i++)
+		assert_int_equal(sb_channel_recv_poll(&r[i], &w), -EPIPE);
+	assert_int_equal(sb_channel_send_blocking(&ch, &items[0], 0), -EPIPE);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+
+	sb_channel rv = SB_CHANNEL_INIT(NULL, sizeof(long), 0);
+	sb_channel_recv one;
+	sb_channel_recv_init(&one, &rv, &out[0]);
+	assert_int_equal(sb_channel_recv_poll(&one, &w), SB_PENDING);
+	assert_int_equal(sb_channel_send_blocking(&rv, &items[7], 0), 0);
+	assert_int_equal(sb_channel_recv_poll(&one, &w), 0);
+	assert_int_equal(out[0], 7);
+	assert_int_equal(sb_channel_destroy(&rv), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -389,6 +447,7 @@ int main(void)
 		cmocka_unit_test(every_once_path_allocates_nothing),
 		cmocka_unit_test(every_rwlock_path_allocates_nothing),
 		cmocka_unit_test(every_latch_path_allocates_nothing),
+		cmocka_unit_test(every_channel_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include <syncband/channel.h>
 #include <syncband/condvar.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
@@ -416,6 +417,29 @@ static void a_completion_that_the_cancel_finds_wins_over_the_expiry(void **state
 	assert_int_equal(sb_deadline_poll(&d, &w), 0); /* and stays so */
 }
 
+/* A receive through a deadline: the item handed to it before expiry is received. */
+static void an_expired_deadline_over_a_channel_receive_loses_no_item(void **state)
+{
+	(void)state;
+	sb_waker w = sb_waker_noop();
+	int slots[2];
+	sb_channel ch;
+	assert_int_equal(sb_channel_init(&ch, slots, sizeof(int), 2), 0);
+	int got = 0;
+	sb_channel_recv r;
+	sb_channel_recv_init(&r, &ch, &got);
+	sb_deadline d;
+	sb_deadline_init(&d, &r, &sb_channel_recv_ops);
+	assert_int_equal(sb_deadline_poll(&d, &w), SB_PENDING);
+	int item = 42;
+	assert_int_equal(sb_channel_try_send(&ch, &item), 0); /* straight to the receive */
+	sb_deadline_expire(&d);
+	assert_int_equal(sb_deadline_poll(&d, &w), 0);
+	assert_int_equal(got, 42);
+	assert_int_equal(sb_channel_len(&ch), 0);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +450,7 @@ int main(void)
 		cmocka_unit_test(an_expired_deadline_cancels_a_pending_inner_with_etimedout),
 		cmocka_unit_test(a_grant_made_before_the_expired_poll_wins),
 		cmocka_unit_test(a_completion_that_the_cancel_finds_wins_over_the_expiry),
+		cmocka_unit_test(an_expired_deadline_over_a_channel_receive_loses_no_item),
 		cmocka_unit_test(a_partial_grant_at_expiry_is_handed_to_the_next_waiter),
 		cmocka_unit_test(an_expiry_during_the_inner_poll_gives_it_one_more_poll),
 		cmocka_unit_test(expire_with_completes_with_the_error_given_and_the_first_one_wins),

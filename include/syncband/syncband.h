@@ -13,6 +13,7 @@
 #include <syncband/once.h>
 #include <syncband/rwlock.h>
 #include <syncband/latch.h>
+#include <syncband/channel.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

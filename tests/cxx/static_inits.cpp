@@ -13,6 +13,9 @@ static sb_barrier bar = SB_BARRIER_INIT(3);
 static sb_once once = SB_ONCE_INIT;
 static sb_rwlock rwl = SB_RWLOCK_INIT;
 static sb_latch lat = SB_LATCH_INIT(2);
+static int chan_slots[4];
+static sb_channel chan = SB_CHANNEL_INIT(chan_slots, sizeof(int), 4);
+static sb_channel rendezvous = SB_CHANNEL_INIT(nullptr, sizeof(int), 0);
 
 struct request {
 	int id;
@@ -39,6 +42,8 @@ int main()
 		 sb_barrier_destroy(&bar) == 0 && sb_barrier_wait_blocking(&local_bar, 0) == SB_BARRIER_LEADER &&
 		 !sb_once_is_done(&once) && sb_once_destroy(&once) == 0 &&
 		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1 &&
-		 sb_latch_count(&lat) == 2 && sb_latch_try_wait(&local_lat) == 0;
+		 sb_latch_count(&lat) == 2 && sb_latch_try_wait(&local_lat) == 0 &&
+		 sb_channel_try_send(&chan, &r.id) == 0 && sb_channel_len(&chan) == 1 &&
+		 sb_channel_try_send(&rendezvous, &r.id) == -EAGAIN;
 	return ok ? 0 : 1;
 }

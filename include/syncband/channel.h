@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/channel.h - a bounded multi-producer, multi-consumer channel of
+ * fixed-size items, over slots the caller provides.
+ *
+ * Semantics
+ *   - Items are copied in and out by value (item_size bytes each) through
+ *     the caller's slot array of `capacity` items.  The channel never
+ *     allocates, nor does any operation on it.
+ *   - capacity 0 is a rendezvous channel: a send completes only when a
+ *     receiver takes its item, which goes straight from the sender's memory
+ *     to the receiver's.
+ *   - Order: items from one sender arrive in the order sent.  Waiting
+ *     senders are served first come, first served, and so are waiting
+ *     receivers.  A sender that finds a receiver waiting copies its item
+ *     straight into that receiver's memory; a receive that frees a slot
+ *     moves the oldest waiting sender's item into the ring.  Nobody barges:
+ *     while senders wait, try_send() finds the channel full, and while
+ *     receivers wait, try_recv() finds it empty.
+ *   - Close is end-of-stream.  After sb_channel_close(), every send fails
+ *     with -EPIPE (a waiting sender's item was not taken: it is still the
+ *     sender's), and receivers first get every item sent before the close,
+ *     in order, then -EPIPE.  try_recv() tells empty (-EAGAIN) from closed
+ *     and drained (-EPIPE).
+ *   - Cancellation loses nothing and doubles nothing.  A future's cancel
+ *     returns what happened: 0 when its operation had already completed
+ *     (a send whose item was taken; a receive whose items were copied into
+ *     the caller's memory, which are then the caller's), -ECANCELED when it
+ *     had not (a send's item is still the caller's; nothing was received).
+ *     After cancel, a poll returns the same.  A deadline (deadline.h) or a
+ *     blocking wait that runs out of time reports such a completion instead
+ *     of -ETIMEDOUT.
+ *   - force_send() never waits: when the ring is full it evicts the oldest
+ *     item into the caller's buffer and puts the new one at the back.
+ *
+ * Memory ordering: a send happens-before the receive that gets its item.
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * except init/destroy, and except that one future is driven by one thread at
+ * a time (its poll and cancel must not race each other).  A pending future,
+ * and the item memory it names, must stay where they are until it completes
+ * or is cancelled: the other side copies from or into that memory.
+ *
+ * Errors (negative errno; every error leaves the channel unchanged)
+ *   -EINVAL      init(): item_size 0 or above UINT32_MAX, capacity above
+ *                SB_CHANNEL_MAX_CAPACITY, storage NULL with a capacity, or
+ *                storage not aligned for the item (see sb_channel_init);
+ *                a NULL item pointer; a batch of more than INT_MAX items,
+ *                or a receive of 0; a never-initialised (zeroed) future
+ *   -EOVERFLOW   init(): capacity * item_size does not fit in a size_t
+ *   -EAGAIN      try_*(): full (send) or empty (receive); force_send() on a
+ *                rendezvous channel with no receiver waiting
+ *   -EPIPE       sends after close; receives once closed and drained
+ *   -EBUSY       destroy() while futures wait
+ *   -ETIMEDOUT   a blocking send or receive ran out of time (nothing moved)
+ *   -ECANCELED   poll or cancel of a future cancelled before it completed
+ */
+#ifndef SYNCBAND_CHANNEL_H
+#define SYNCBAND_CHANNEL_H
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest capacity: ring indices stay 32-bit with room to add. */
+#define SB_CHANNEL_MAX_CAPACITY (SB_CAST(uint32_t, 1) << 30)
+
+/* Bytes of slot storage a channel of `capacity` items of `item_size` needs. */
+#define SB_CHANNEL_STORAGE_SIZE(item_size, capacity) \
+	(SB_CAST(size_t, item_size) * SB_CAST(size_t, capacity))
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_channel {
+	sb_waitq q;            /* the lock (its word) and the waiting receivers */
+	sb_waiter *send_head;  /* the waiting senders, oldest first */
+	sb_waiter *send_tail;
+	void *slots;           /* the caller's storage */
+	uint32_t item_size;
+	uint32_t capacity;
+	uint32_t head;         /* the oldest item's slot */
+	uint32_t len;          /* items in the ring */
+} sb_channel;
+
+/*
+ * The state word (ABI; the queue's bits are in future.h):
+ *
+ *   bit 2     SB_WAITQ_NONEMPTY         receivers wait
+ *   bit 3     SB_CHANNEL_STATE_CLOSED   close() was called; final
+ *   bit 4     SB_CHANNEL_STATE_SENDERS  senders wait
+ *
+ * Both waiting bits are written by the unlocks, so a word with neither
+ * them, CLOSED nor the lock's bits says that an operation may run on the
+ * ring alone: the inline paths below take the lock with one CAS from such a
+ * word and release it with one CAS back.  The ring and the lists are
+ * guarded by the lock (src/channel.c).
+ */
+#define SB_CHANNEL_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
+#define SB_CHANNEL_STATE_SENDERS (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
+
+/*
+ * Static initialiser: an open, empty channel over `storage` (capacity *
+ * item_size bytes; may be NULL when capacity is 0).  Nothing is checked:
+ * the arguments must be what sb_channel_init() would accept.
+ */
+#define SB_CHANNEL_INIT(storage, item_size, capacity) \
+	{ SB_WAITQ_INIT(0), NULL, NULL, (storage), (item_size), (capacity), 0, 0 }
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_channel_send {
+	sb_waiter waiter;
+	sb_channel *channel;
+	const void *item;
+	int status;
+} sb_channel_send;
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_channel_recv {
+	sb_waiter waiter;
+	sb_channel *channel;
+	void *items;
+	uint32_t count;  /* the most items to take; once done, how many it took */
+	int status;
+} sb_channel_recv;
+
+/*
+ * Initialises an open, empty channel over `storage`, which must hold
+ * `capacity` items of `item_size` bytes (SB_CHANNEL_STORAGE_SIZE) and stay
+ * valid until destroy.  `storage` must be aligned to the largest power of
+ * two that divides item_size, up to 16 (an array of the item type is).
+ * Returns 0, -EINVAL or -EOVERFLOW (see the errors above).
+ */
+SB_API int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity);
+
+/*
+ * Returns 0, or -EBUSY while futures wait (the channel stays usable).  Items
+ * still in the ring are simply abandoned.  The channel must not be used
+ * after a successful destroy.
+ */
+SB_API int sb_channel_destroy(sb_channel *ch);
+
+/*
+ * Ends the stream: later sends fail with -EPIPE, waiting senders complete
+ * with -EPIPE (their items not taken), waiting receivers - whose ring is
+ * empty - complete with -EPIPE, and the wakes run after the channel's lock
+ * is released.  Items already in the ring stay receivable.  Idempotent.
+ */
+SB_API void sb_channel_close(sb_channel *ch);
+
+/* Snapshots: whether close() was called; items in the ring; its capacity. */
+SB_API bool sb_channel_is_closed(const sb_channel *ch);
+SB_API size_t sb_channel_len(const sb_channel *ch);
+SB_API size_t sb_channel_capacity(const sb_channel *ch);
+
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_channel_try_send_slow(sb_channel *ch, const void *item);
+SB_API int sb_channel_try_recv_slow(sb_channel *ch, void *item);
+SB_API int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w);
+SB_API int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w);
+SB_API void sb_channel_unlock_slow(sb_channel *ch);
+
+/* The word's bits that send an inline path to the out-of-line one. */
+#define SB__CHANNEL_BUSY                                                   \
+	(SB_QLOCK_HELD | SB_QLOCK_PARKED | SB_WAITQ_NONEMPTY |              \
+	 SB_CHANNEL_STATE_CLOSED | SB_CHANNEL_STATE_SENDERS)
+
+/*
+ * Takes the lock when nobody holds it, waits or closed the channel: one
+ * CAS.  False when the word said otherwise (or the CAS lost).
+ */
+static inline bool sb__channel_lock_idle(sb_channel *ch, size_t *state)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	*state = sb__state_load_relaxed(&ch->q);
+	/* acquire: the ring as the last holder left it (pairs with the
+	 * release of every unlock). */
+	return !(*state & SB__CHANNEL_BUSY) &&
+	       sb__state_cas_acquire(&ch->q, state, *state | SB_QLOCK_HELD);
+}
+
+/* Releases a lock taken by sb__channel_lock_idle from `state`. */
+static inline void sb__channel_unlock_idle(sb_channel *ch, size_t state)
+{
+	size_t held = state | SB_QLOCK_HELD;
+	/* release: publishes the ring to the next holder.  It fails when a
+	 * thread waiting for the lock set PARKED: the slow unlock wakes it. */
+	if (!sb__state_cas_release(&ch->q, &held, state))
+		sb_channel_unlock_slow(ch);
+}
+
+/* The address of ring slot `slot`. */
+static inline void *sb__channel_slot(const sb_channel *ch, uint32_t slot)
+{
+	return SB_CAST(unsigned char *, ch->slots) + SB_CAST(size_t, slot) * ch->item_size;
+}
+
+/*
+ * The ring alone, nobody waiting: 0 (sent), -EAGAIN (full), or SB_PENDING
+ * when the word sends it to the out-of-line path.
+ */
+static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
+{
+	size_t state;
+	if (!sb__channel_lock_idle(ch, &state))
+		return SB_PENDING;
+	int r = -EAGAIN;
+	if (ch->len < ch->capacity) {
+		uint32_t tail = ch->head + ch->len; /* both below 2^30 */
+		if (tail >= ch->capacity)
+			tail -= ch->capacity;
+		memcpy(sb__channel_slot(ch, tail), item, ch->item_size);
+		ch->len++;
+		r = 0;
+	}
+	sb__channel_unlock_idle(ch, state);
+	return r;
+}
+
+/* The same for a receive: 0 (received), -EAGAIN (empty), or SB_PENDING. */
+static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
+{
+	size_t state;
+	if (!sb__channel_lock_idle(ch, &state))
+		return SB_PENDING;
+	int r = -EAGAIN;
+	if (ch->len > 0) {
+		memcpy(item, sb__channel_slot(ch, ch->head), ch->item_size);
+		ch->head = ch->head + 1 == ch->capacity ? 0 : ch->head + 1;
+		ch->len--;
+		r = 0;
+	}
+	sb__channel_unlock_idle(ch, state);
+	return r;
+}
+
+/*
+ * Sends the item at `item` (item_size bytes) without waiting: to the oldest
+ * waiting receiver, or into the ring.  0, -EAGAIN (full; on a rendezvous
+ * channel: no receiver waits), -EPIPE or -EINVAL.  Inline: with nobody
+ * waiting, one CAS to take the channel's lock and one to release it.
+ */
+SB_INLINE int sb_channel_try_send(sb_channel *ch, const void *item)
+{
+	if (item) {
+		int r = sb__channel_push_idle(ch, item);
+		if (r != SB_PENDING)
+			return r;
+	}
+	return sb_channel_try_send_slow(ch, item);
+}
+
+/*
+ * Sends as many of the `n` items at `items` as fit without waiting, in
+ * order: to waiting receivers first, then into the ring.  Returns how many
+ * were sent (1..n), 0 when n is 0, or -EAGAIN (none fit), -EPIPE, -EINVAL.
+ */
+SB_API int sb_channel_try_send_many(sb_channel *ch, const void *items, size_t n);
+
+/*
+ * Sends without waiting, making room if it must: when the ring is full, the
+ * oldest item is moved to `evicted` (item_size bytes) and this one goes to
+ * the back.  Returns 0 (nothing evicted), 1 (one item evicted into
+ * `evicted`), -EAGAIN (a rendezvous channel with no receiver waiting: it
+ * holds no item to evict), -EPIPE or -EINVAL.  Waiting senders keep their
+ * place: the ring stays full.
+ */
+SB_API int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted);
+
+/*
+ * Receives the oldest item into `item` (item_size bytes) without waiting:
+ * 0, -EAGAIN (empty, and not closed; a rendezvous channel: no sender
+ * waits), -EPIPE (closed and drained) or -EINVAL.  Inline as try_send.
+ */
+SB_INLINE int sb_channel_try_recv(sb_channel *ch, void *item)
+{
+	if (item) {
+		int r = sb__channel_pop_idle(ch, item);
+		if (r != SB_PENDING)
+			return r;
+	}
+	return sb_channel_try_recv_slow(ch, item);
+}
+
+/*
+ * Receives up to `n` of the oldest items into `items` without waiting, in
+ * order.  Returns how many (1..n), or -EAGAIN, -EPIPE, -EINVAL (n is 0).
+ */
+SB_API int sb_channel_try_recv_many(sb_channel *ch, void *items, size_t n);
+
+/*
+ * Prepares a future that sends the item at `item`, which must stay valid
+ * and unchanged until the future completes or is cancelled.  Does not
+ * register.
+ */
+SB_INLINE void sb_channel_send_init(sb_channel_send *f, sb_channel *ch, const void *item)
+{
+	f->channel = ch;
+	f->item = item;
+	f->status = SB_FUTURE_IDLE;
+}
+
+/*
+ * Drives the send: 0 when the item was taken (by a receiver, or into the
+ * ring), SB_PENDING while it waits (the waker will be woken once), -EPIPE
+ * (closed; the item was not taken), -EINVAL.  Inline: a first poll that
+ * finds room and nobody waiting is try_send's two CASes, and a later poll
+ * that finds its item taken is one load.
+ */
+SB_INLINE int sb_channel_send_poll(sb_channel_send *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		if (f->item && sb__channel_push_idle(f->channel, f->item) == 0) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_channel_send_poll_slow(f, w);
+}
+
+/*
+ * Abandons the send: 0 when its item had already been taken (the send
+ * happened), else -ECANCELED (the item is still the caller's; a waiting
+ * send leaves the queue) or the error it completed with.  Drops the
+ * registered waker.  After it the future may be freed.
+ */
+SB_API int sb_channel_send_cancel(sb_channel_send *f);
+
+/*
+ * Prepares a future that receives 1 to `n` items into `items` (n <= INT_MAX;
+ * 0 fails at the first poll with -EINVAL).  Does not register.
+ */
+SB_INLINE void sb_channel_recv_many_init(sb_channel_recv *f, sb_channel *ch, void *items,
+					 size_t n)
+{
+	f->channel = ch;
+	f->items = items;
+	f->count = n > INT_MAX ? 0 : SB_CAST(uint32_t, n); /* 0: -EINVAL when polled */
+	f->status = SB_FUTURE_IDLE;
+}
+
+/* Prepares a future that receives one item into `item`.  Does not register. */
+SB_INLINE void sb_channel_recv_init(sb_channel_recv *f, sb_channel *ch, void *item)
+{
+	sb_channel_recv_many_init(f, ch, item, 1);
+}
+
+/*
+ * Drives the receive: 0 when items were copied into the caller's memory
+ * (sb_channel_recv_count() says how many), SB_PENDING while it waits (the
+ * waker will be woken once), -EPIPE (closed and drained), -EINVAL.  Inline
+ * as the send's poll (a first poll for one item).
+ */
+SB_INLINE int sb_channel_recv_poll(sb_channel_recv *f, const sb_waker *w)
+{
+	if (f->status == SB_FUTURE_IDLE) {
+		if (f->count == 1 && f->items && sb__channel_pop_idle(f->channel, f->items) == 0) {
+			f->status = 0;
+			return 0;
+		}
+	} else if (sb__future_granted(&f->status, &f->waiter)) {
+		f->status = 0;
+		return 0;
+	}
+	return sb_channel_recv_poll_slow(f, w);
+}
+
+/*
+ * Abandons the receive: 0 when items had already been copied into the
+ * caller's memory (they are the caller's: sb_channel_recv_count() says how
+ * many), else -ECANCELED (nothing was received; a waiting receive leaves
+ * the queue) or the error it completed with.  Drops the registered waker.
+ */
+SB_API int sb_channel_recv_cancel(sb_channel_recv *f);
+
+/* How many items a receive that returned 0 took; 0 before. */
+SB_API size_t sb_channel_recv_count(const sb_channel_recv *f);
+
+/*
+ * Blocks the calling thread until the item is sent: 0, -ETIMEDOUT after
+ * `timeout_ns` nanoseconds (SB_TIMEOUT_INFINITE waits forever; 0 tries
+ * once; the item was not taken), -EPIPE or -EINVAL.
+ */
+SB_API int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_ns);
+
+/*
+ * Blocks the calling thread until an item is received into `item`: 0,
+ * -ETIMEDOUT (nothing received), -EPIPE (closed and drained) or -EINVAL.
+ */
+SB_API int sb_channel_recv_blocking(sb_channel *ch, void *item, uint64_t timeout_ns);
+
+/* These futures through sb_future_ops (deadlines, executors, sb_block_on). */
+SB_API extern const sb_future_ops sb_channel_send_ops;
+SB_API extern const sb_future_ops sb_channel_recv_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_CHANNEL_H */

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <syncband/channel.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "park.h"
+#include "wait_future.h"
+
+/*
+ * One lock, a ring and two FIFOs of waiters (Go's hchan, in the caller's
+ * memory).  The lock is the queue lock of the state word (src/lock.h); it
+ * guards the ring (head, len), the receivers' queue (ch->q) and the
+ * senders' list (send_head/send_tail), and CLOSED is set only by the CAS
+ * that takes it (close), so a lock holder's view of it stays true.
+ *
+ * Under the lock, two invariants make every decision local:
+ *   - receivers wait only while the ring is empty and no sender waits;
+ *   - senders wait only while the ring is full (at capacity 0: always) and
+ *     no receiver waits.
+ * So a sender that finds a receiver waiting copies its item straight into
+ * that receiver's memory and detaches it (no trip through a slot), and a
+ * receive takes the oldest item - from the ring, or at capacity 0 straight
+ * from the oldest waiting sender - and then moves waiting senders' items
+ * into the slots it freed, oldest first, detaching each.  Items from one
+ * sender thus stay in order, each side is served first come first served,
+ * and every item wakes exactly one waiter (no herd).
+ *
+ * A waiter's node says what happened to it (src/waitq.h): CH_WAITING while
+ * linked; SB_WAITER_GRANTED once its operation happened (a receive's items
+ * are in its memory, `count` says how many; a send's item was copied out);
+ * SB_WAITER_CLOSED when close() completed it first.  The granter copies
+ * under the lock and only then publishes the final value with release order,
+ * so the owner that reads it (acquire) sees the items, and never touches
+ * the node or its memory again.  That is what makes cancel exact: a cancel
+ * that finds its node detached GRANTED reports the operation done (0), one
+ * that finds it linked unlinks it and nothing happened (-ECANCELED).
+ *
+ * Wakes are collected in a batch and run after unlocking; a batch that
+ * fills (close, a batch send, a receive refilling from many senders) is
+ * flushed by unlocking, so a holder re-reads everything afterwards.
+ */
+
+/* A linked waiter's `remaining`: one operation owed. */
+#define CH_WAITING 1
+
+static inline size_t ch_item_size(const sb_channel *ch)
+{
+	return ch->item_size;
+}
+
+/* The address of ring slot `slot`. */
+static inline unsigned char *ch_slot(const sb_channel *ch, uint32_t slot)
+{
+	return (unsigned char *)ch->slots + (size_t)slot * ch_item_size(ch);
+}
+
+/* The slot `i` places after the oldest item (i <= capacity). */
+static inline uint32_t ch_slot_after_head(const sb_channel *ch, uint32_t i)
+{
+	uint32_t slot = ch->head + i; /* both below 2^30: no wrap */
+	return slot >= ch->capacity ? slot - ch->capacity : slot;
+}
+
+/* The n-th item of an array of them. */
+static inline const unsigned char *ch_item_at(const sb_channel *ch, const void *items, size_t n)
+{
+	return (const unsigned char *)items + n * ch_item_size(ch);
+}
+
+static inline unsigned char *ch_item_at_mut(const sb_channel *ch, void *items, size_t n)
+{
+	return (unsigned char *)items + n * ch_item_size(ch);
+}
+
+/* Takes the lock; returns whether the channel is closed (stable until unlock). */
+static inline bool ch_lock(sb_channel *ch)
+{
+	return sb_waitq_lock(&ch->q, 0) & SB_CHANNEL_STATE_CLOSED;
+}
+
+/* Under the lock (CLOSED changes only when the lock is taken). */
+static inline bool ch_is_closed_locked(const sb_channel *ch)
+{
+	return sb_waitq_load(&ch->q) & SB_CHANNEL_STATE_CLOSED;
+}
+
+/* Unlocks, recomputing both waiting bits (NONEMPTY: receivers; SENDERS). */
+static inline void ch_unlock(sb_channel *ch)
+{
+	sb_waitq_unlock_update(&ch->q, SB_CHANNEL_STATE_SENDERS,
+			       ch->send_head ? SB_CHANNEL_STATE_SENDERS : 0);
+}
+
+void sb_channel_unlock_slow(sb_channel *ch)
+{
+	ch_unlock(ch);
+}
+
+/*
+ * Under the lock: a full batch is run with the lock dropped.  The plain
+ * unlock of sb_waitq_flush leaves SENDERS as the last ch_unlock set it,
+ * which errs only towards set (senders only leave the list meanwhile): the
+ * inline paths then merely take the slow one.
+ */
+static inline void ch_make_room(sb_channel *ch, sb_wake_batch *b)
+{
+	if (sb_wake_batch_is_full(b))
+		sb_waitq_flush(&ch->q, b);
+}
+
+/* ------------------------------------------------------------ the ring */
+
+static void ring_push(sb_channel *ch, const void *item)
+{
+	assert(ch->len < ch->capacity);
+	memcpy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch_item_size(ch));
+	ch->len++;
+}
+
+static void ring_pop(sb_channel *ch, void *item)
+{
+	assert(ch->len > 0);
+	memcpy(item, ch_slot(ch, ch->head), ch_item_size(ch));
+	ch->head = ch_slot_after_head(ch, 1);
+	ch->len--;
+}
+
+/* ---------------------------------------------------- handing items over */
+
+static inline sb_channel_send *ch_sender(sb_waiter *w)
+{
+	return SB_CONTAINER_OF(w, sb_channel_send, waiter);
+}
+
+static inline sb_channel_recv *ch_receiver(sb_waiter *w)
+{
+	return SB_CONTAINER_OF(w, sb_channel_recv, waiter);
+}
+
+/* Under the lock: the oldest waiting sender's item was copied out. */
+static void ch_complete_sender(sb_channel *ch, sb_waiter *w, size_t final, sb_wake_batch *b)
+{
+	sb_waiters_unlink(&ch->send_head, &ch->send_tail, w);
+	sb_waiter_detach_unlinked(w, final, b);
+}
+
+/*
+ * Under the lock, `b` not full: hands up to `n` items to the oldest
+ * waiting receiver, which completes with them; returns how many it took.
+ */
+static size_t ch_hand_to_receiver(sb_channel *ch, const void *items, size_t n, sb_wake_batch *b)
+{
+	sb_waiter *w = sb_waitq_front(&ch->q);
+	sb_channel_recv *r = ch_receiver(w);
+	size_t k = n < r->count ? n : r->count;
+	memcpy(r->items, items, k * ch_item_size(ch));
+	r->count = (uint32_t)k;
+	/* The detach's release store hands the receiver its items. */
+	sb_waitq_detach(&ch->q, w, SB_WAITER_GRANTED, b);
+	return k;
+}
+
+/* Under the lock: moves waiting senders' items into free slots, oldest first. */
+static void ch_refill_from_senders(sb_channel *ch, sb_wake_batch *b)
+{
+	for (;;) {
+		ch_make_room(ch, b);
+		if (ch->len == ch->capacity || ch->send_head == NULL)
+			return;
+		sb_waiter *w = ch->send_head;
+		ring_push(ch, ch_sender(w)->item);
+		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
+	}
+}
+
+/*
+ * Under the lock: sends up to `n` items without waiting - to waiting
+ * receivers, then into the ring - and returns how many.  A flush that lets a
+ * close in ends the batch there.
+ */
+static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n, sb_wake_batch *b)
+{
+	size_t sent = 0;
+	while (sent < n && sb_waitq_front(&ch->q)) {
+		if (sb_wake_batch_is_full(b)) {
+			sb_waitq_flush(&ch->q, b);
+			if (ch_is_closed_locked(ch))
+				return sent;
+			continue;
+		}
+		sent += ch_hand_to_receiver(ch, ch_item_at(ch, items, sent), n - sent, b);
+	}
+	while (sent < n && ch->len < ch->capacity) {
+		ring_push(ch, ch_item_at(ch, items, sent));
+		sent++;
+	}
+	return sent;
+}
+
+/*
+ * Under the lock: receives up to `n` of the oldest items into `items` - from
+ * the ring, or (the ring empty) straight from waiting senders - then refills
+ * the ring from the senders still waiting.  Returns how many.
+ */
+static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, sb_wake_batch *b)
+{
+	size_t got = 0;
+	while (got < n) {
+		if (ch->len > 0) {
+			ring_pop(ch, ch_item_at_mut(ch, items, got++));
+			continue;
+		}
+		ch_make_room(ch, b);
+		sb_waiter *w = ch->send_head;
+		if (w == NULL)
+			break;
+		memcpy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch_item_size(ch));
+		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
+	}
+	ch_refill_from_senders(ch, b);
+	return got;
+}
+
+/* ------------------------------------------------------------- lifetime */
+
+/* What storage must be aligned to: the largest power of two dividing the item size, at most 16. */
+static size_t ch_alignment(size_t item_size)
+{
+	size_t a = item_size & (~item_size + 1);
+	return a > 16 ? 16 : a;
+}
+
+int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity)
+{
+	if (item_size == 0)
+		return -EINVAL;
+	if (capacity > SIZE_MAX / item_size)
+		return -EOVERFLOW;
+	if (item_size > UINT32_MAX || capacity > SB_CHANNEL_MAX_CAPACITY)
+		return -EINVAL;
+	if (capacity > 0 && storage == NULL)
+		return -EINVAL;
+	if ((uintptr_t)storage % ch_alignment(item_size) != 0)
+		return -EINVAL;
+	*ch = (sb_channel)SB_CHANNEL_INIT(storage, (uint32_t)item_size, (uint32_t)capacity);
+	return 0;
+}
+
+int sb_channel_destroy(sb_channel *ch)
+{
+	(void)sb_waitq_load(&ch->q); /* a destroyed channel trips its assertion */
+	if (ch->q.head || ch->send_head)
+		return -EBUSY;
+	sb_waitq_poison(&ch->q);
+	return 0;
+}
+
+void sb_channel_close(sb_channel *ch)
+{
+	/* acq_rel (sb_qlock_try_take with bits): CLOSED is read without the
+	 * lock (is_closed), so it is published by this CAS, not by the unlock. */
+	sb_waitq_lock(&ch->q, SB_CHANNEL_STATE_CLOSED);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	for (;;) {
+		ch_make_room(ch, &batch);
+		if (ch->send_head)
+			ch_complete_sender(ch, ch->send_head, SB_WAITER_CLOSED, &batch);
+		else if (!sb_waitq_detach_front(&ch->q, SB_WAITER_CLOSED, &batch))
+			break;
+	}
+	ch_unlock(ch);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+}
+
+bool sb_channel_is_closed(const sb_channel *ch)
+{
+	/* acquire: pairs with close()'s lock-taking CAS (acq_rel); whoever sees
+	 * the channel closed sees what the closer did before. */
+	return atomic_load_explicit((_Atomic size_t *)&ch->q.state, memory_order_acquire) &
+	       SB_CHANNEL_STATE_CLOSED;
+}
+
+size_t sb_channel_len(const sb_channel *ch)
+{
+	sb_channel *c = (sb_channel *)ch; /* the lock only: nothing changes */
+	ch_lock(c);
+	size_t len = c->len;
+	ch_unlock(c);
+	return len;
+}
+
+size_t sb_channel_capacity(const sb_channel *ch)
+{
+	return ch->capacity; /* fixed at init */
+}
+
+/* ------------------------------------------------------------ try_* */
+
+int sb_channel_try_send_many(sb_channel *ch, const void *items, size_t n)
+{
+	if (items == NULL || n > INT_MAX)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (ch_lock(ch)) {
+		ch_unlock(ch);
+		return -EPIPE;
+	}
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	size_t sent = ch_send_locked(ch, items, n, &batch);
+	ch_unlock(ch);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	return sent ? (int)sent : -EAGAIN;
+}
+
+int sb_channel_try_send_slow(sb_channel *ch, const void *item)
+{
+	int r = sb_channel_try_send_many(ch, item, 1);
+	return r > 0 ? 0 : r;
+}
+
+int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted)
+{
+	if (item == NULL || evicted == NULL)
+		return -EINVAL;
+	if (ch_lock(ch)) {
+		ch_unlock(ch);
+		return -EPIPE;
+	}
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	int r = 0;
+	if (ch_send_locked(ch, item, 1, &batch) == 0) {
+		if (ch->capacity == 0) {
+			r = -EAGAIN; /* nothing held, nothing to evict */
+		} else {
+			ring_pop(ch, evicted);
+			ring_push(ch, item);
+			r = 1;
+		}
+	}
+	ch_unlock(ch);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	return r;
+}
+
+int sb_channel_try_recv_many(sb_channel *ch, void *items, size_t n)
+{
+	if (items == NULL || n == 0 || n > INT_MAX)
+		return -EINVAL;
+	bool closed = ch_lock(ch);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	size_t got = ch_recv_locked(ch, items, n, &batch);
+	ch_unlock(ch);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	if (got)
+		return (int)got;
+	return closed ? -EPIPE : -EAGAIN;
+}
+
+int sb_channel_try_recv_slow(sb_channel *ch, void *item)
+{
+	int r = sb_channel_try_recv_many(ch, item, 1);
+	return r > 0 ? 0 : r;
+}
+
+/* -------------------------------------------------------------- futures */
+
+/* A detached waiter's result: its operation happened, or close came first. */
+static inline int ch_settle(size_t final)
+{
+	return final == SB_WAITER_GRANTED ? 0 : -EPIPE;
+}
+
+/* A re-poll of either future: settled, still waiting, or re-registered. */
+static int ch_repoll(sb_channel *ch, sb_waiter *w, const sb_waker *waker)
+{
+	size_t r = sb_waitq_repoll(&ch->q, w, waker);
+	return sb_waiter_is_detached(r) ? ch_settle(r) : SB_PENDING;
+}
+
+/*
+ * The owner's cancel of a waiter on the list at `head`/`tail`: unlinks it if
+ * it is still linked (nothing happened: -ECANCELED), else returns what it
+ * was detached with.
+ */
+static int ch_cancel_waiter(sb_channel *ch, sb_waiter *w, sb_waiter **head, sb_waiter **tail)
+{
+	size_t r = sb_waiter_load(w);
+	if (sb_waiter_is_detached(r))
+		return ch_settle(r);
+	ch_lock(ch);
+	r = sb_waiter_remaining_locked(w);
+	sb_waker mine = SB_NO_WAKER;
+	if (!sb_waiter_is_detached(r))
+		mine = sb_waiters_unlink(head, tail, w);
+	ch_unlock(ch);
+	sb_waker_drop_if(mine);
+	return sb_waiter_is_detached(r) ? ch_settle(r) : -ECANCELED;
+}
+
+/* The cancel of a future that is not waiting: idle, done, or never initialised. */
+static int ch_cancel_unqueued(int *status, const sb_channel *ch)
+{
+	if (*status == SB_FUTURE_IDLE)
+		*status = -ECANCELED;
+	return sb_future_done_result(*status, ch);
+}
+
+/* Done, or queued with a clone of `w`: the lock decides, the clone is made outside it. */
+static int ch_send_first_poll(void *future, const sb_waker *w)
+{
+	sb_channel_send *f = future;
+	sb_channel *ch = f->channel;
+	if (f->item == NULL)
+		return -EINVAL;
+	sb_waker clone = SB_NO_WAKER;
+	for (;;) {
+		if (ch_lock(ch)) {
+			ch_unlock(ch);
+			sb_waker_drop_if(clone);
+			return -EPIPE;
+		}
+		sb_wake_batch batch;
+		sb_wake_batch_init(&batch);
+		if (ch_send_locked(ch, f->item, 1, &batch) == 1) {
+			ch_unlock(ch);
+			sb_waitq_after_unlock(&batch, clone);
+			return 0;
+		}
+		if (clone.vtable) {
+			sb_waiters_push(&ch->send_head, &ch->send_tail, &f->waiter, CH_WAITING, clone);
+			ch_unlock(ch);
+			return SB_PENDING;
+		}
+		ch_unlock(ch);
+		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
+	}
+}
+
+static int ch_send_repoll(void *future, const sb_waker *w)
+{
+	sb_channel_send *f = future;
+	return ch_repoll(f->channel, &f->waiter, w);
+}
+
+int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_send_first_poll,
+				   ch_send_repoll);
+}
+
+int sb_channel_send_cancel(sb_channel_send *f)
+{
+	if (f->status != SB_PENDING)
+		return ch_cancel_unqueued(&f->status, f->channel);
+	sb_channel *ch = f->channel;
+	return f->status = ch_cancel_waiter(ch, &f->waiter, &ch->send_head, &ch->send_tail);
+}
+
+static int ch_recv_first_poll(void *future, const sb_waker *w)
+{
+	sb_channel_recv *f = future;
+	sb_channel *ch = f->channel;
+	if (f->items == NULL || f->count == 0)
+		return -EINVAL;
+	sb_waker clone = SB_NO_WAKER;
+	for (;;) {
+		bool closed = ch_lock(ch);
+		sb_wake_batch batch;
+		sb_wake_batch_init(&batch);
+		size_t got = ch_recv_locked(ch, f->items, f->count, &batch);
+		if (got > 0 || closed) {
+			ch_unlock(ch);
+			sb_waitq_after_unlock(&batch, clone);
+			f->count = (uint32_t)got;
+			return got > 0 ? 0 : -EPIPE;
+		}
+		/* Nothing moved, so nothing was batched. */
+		if (clone.vtable) {
+			sb_waitq_push(&ch->q, &f->waiter, CH_WAITING, clone);
+			ch_unlock(ch);
+			return SB_PENDING;
+		}
+		ch_unlock(ch);
+		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
+	}
+}
+
+static int ch_recv_repoll(void *future, const sb_waker *w)
+{
+	sb_channel_recv *f = future;
+	return ch_repoll(f->channel, &f->waiter, w);
+}
+
+int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_recv_first_poll,
+				   ch_recv_repoll);
+}
+
+int sb_channel_recv_cancel(sb_channel_recv *f)
+{
+	if (f->status != SB_PENDING)
+		return ch_cancel_unqueued(&f->status, f->channel);
+	return f->status = ch_cancel_waiter(f->channel, &f->waiter, &f->channel->q.head,
+					    &f->channel->q.tail);
+}
+
+size_t sb_channel_recv_count(const sb_channel_recv *f)
+{
+	return f->status == 0 && f->channel ? f->count : 0;
+}
+
+static void ch_send_cancel_op(sb_channel_send *f)
+{
+	(void)sb_channel_send_cancel(f);
+}
+
+static void ch_recv_cancel_op(sb_channel_recv *f)
+{
+	(void)sb_channel_recv_cancel(f);
+}
+
+SB_FUTURE_OPS(sb_channel_send_ops, sb_channel_send, sb_channel_send_poll, ch_send_cancel_op);
+SB_FUTURE_OPS(sb_channel_recv_ops, sb_channel_recv, sb_channel_recv_poll, ch_recv_cancel_op);
+
+/* ------------------------------------------------------------- blocking */
+
+/* A wait that ran out of time reports a completion its cancel found. */
+static int ch_blocking_result(int r, int status)
+{
+	return r == -ETIMEDOUT && status == 0 ? 0 : r;
+}
+
+int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_ns)
+{
+	sb_channel_send f;
+	sb_channel_send_init(&f, ch, item);
+	int r = sb_park_block_on(&f, &sb_channel_send_ops, timeout_ns);
+	return ch_blocking_result(r, f.status); /* f.status read after the wait */
+}
+
+int sb_channel_recv_blocking(sb_channel *ch, void *item, uint64_t timeout_ns)
+{
+	sb_channel_recv f;
+	sb_channel_recv_init(&f, ch, item);
+	int r = sb_park_block_on(&f, &sb_channel_recv_ops, timeout_ns);
+	return ch_blocking_result(r, f.status); /* f.status read after the wait */
+}

@@ -18,7 +18,7 @@
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
 // an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
-// sb::call_once on a once, sb::poll
+// sb::call_once on a once, ch.send / ch.recv on an sb::channel, sb::poll
 // on any syncband future):
 //   - await_ready tries the uncontended path (try_acquire, try_lock,
 //     try_wait), so a free permit or mutex never suspends the coroutine.
@@ -55,7 +55,10 @@
 #include <cerrno>
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <syncband/syncband.h>
@@ -763,6 +766,138 @@ inline once_wait_awaiter call_once(sb_once &o) noexcept
 {
 	return once_wait_awaiter(o);
 }
+
+// ---------------------------------------------------------------- channel
+
+template <class T>
+class channel;
+
+template <class T>
+class send_awaiter : public detail::future_awaiter<sb_channel_send> {
+public:
+	send_awaiter(sb_channel &ch, const T &item) noexcept
+		: future_awaiter(&sb_channel_send_ops), ch_(&ch), item_(item)
+	{
+	}
+	bool await_ready() noexcept
+	{
+		result_ = sb_channel_try_send(ch_, &item_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_channel_send_init(&future_, ch_, &item_);
+		return suspend(h);
+	}
+	// 0 (sent) or -EPIPE (closed; the item was not sent).
+	int await_resume() noexcept { return result_; }
+
+private:
+	sb_channel *ch_;
+	T item_; // the future sends from here: it stays put while pending
+};
+
+template <class T>
+class recv_awaiter : public detail::future_awaiter<sb_channel_recv> {
+public:
+	explicit recv_awaiter(sb_channel &ch) noexcept
+		: future_awaiter(&sb_channel_recv_ops), ch_(&ch)
+	{
+	}
+	bool await_ready() noexcept
+	{
+		result_ = sb_channel_try_recv(ch_, &item_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_channel_recv_init(&future_, ch_, &item_);
+		return suspend(h);
+	}
+	// The item, or empty once the channel is closed and drained.
+	std::optional<T> await_resume() noexcept
+	{
+		if (result_ != 0)
+			return std::nullopt;
+		return item_;
+	}
+
+private:
+	sb_channel *ch_;
+	T item_{};
+};
+
+// A bounded channel of T over storage the caller owns (syncband/channel.h):
+//
+//   int slots[64];
+//   sb::channel<int> ch(slots);
+//   co_await ch.send(42);                  // 0, or -EPIPE once closed
+//   std::optional<int> v = co_await ch.recv(); // empty: closed and drained
+//
+// Items are copied as bytes, so T must be trivially copyable.  A coroutine
+// destroyed while it waits cancels its future: an unsent item stays unsent,
+// and an item already handed to a destroyed receiver is dropped with it.
+template <class T>
+class channel {
+	static_assert(std::is_trivially_copyable<T>::value,
+		      "sb::channel<T> copies items as bytes: T must be trivially copyable");
+
+public:
+	// `storage` holds `capacity` items (nullptr for a rendezvous channel,
+	// capacity 0).  error() says whether init succeeded.
+	channel(T *storage, std::size_t capacity) noexcept
+		: error_(sb_channel_init(&ch_, storage, sizeof(T), capacity))
+	{
+	}
+	template <std::size_t N>
+	explicit channel(T (&storage)[N]) noexcept : channel(storage, N)
+	{
+	}
+	channel(const channel &) = delete;
+	channel &operator=(const channel &) = delete;
+	// Every future on it must have completed or been cancelled.
+	~channel()
+	{
+		if (error_ == 0)
+			sb_channel_destroy(&ch_);
+	}
+
+	// 0, or init's negative errno (the channel is then unusable).
+	int error() const noexcept { return error_; }
+
+	int try_send(const T &item) noexcept { return sb_channel_try_send(&ch_, &item); }
+	// Evicts the oldest item into `evicted` when full: 0, 1 (evicted), or -errno.
+	int force_send(const T &item, T &evicted) noexcept
+	{
+		return sb_channel_force_send(&ch_, &item, &evicted);
+	}
+	int try_recv(T &item) noexcept { return sb_channel_try_recv(&ch_, &item); }
+	int send_blocking(const T &item, std::uint64_t timeout_ns = SB_TIMEOUT_INFINITE) noexcept
+	{
+		return sb_channel_send_blocking(&ch_, &item, timeout_ns);
+	}
+	int recv_blocking(T &item, std::uint64_t timeout_ns = SB_TIMEOUT_INFINITE) noexcept
+	{
+		return sb_channel_recv_blocking(&ch_, &item, timeout_ns);
+	}
+
+	// co_await ch.send(item): 0, or -EPIPE (closed; not sent).
+	send_awaiter<T> send(const T &item) noexcept { return send_awaiter<T>(ch_, item); }
+	// co_await ch.recv(): the oldest item, or empty once closed and drained.
+	recv_awaiter<T> recv() noexcept { return recv_awaiter<T>(ch_); }
+
+	void close() noexcept { sb_channel_close(&ch_); }
+	bool is_closed() const noexcept { return sb_channel_is_closed(&ch_); }
+	std::size_t size() const noexcept { return sb_channel_len(&ch_); }
+	std::size_t capacity() const noexcept { return sb_channel_capacity(&ch_); }
+	sb_channel *native() noexcept { return &ch_; }
+
+private:
+	int error_;
+	sb_channel ch_;
+};
 
 // Any syncband future the caller initialised (an sb_deadline, say), through
 // its sb_future_ops: co_await sb::poll(&f, &ops) gives its result.  If the

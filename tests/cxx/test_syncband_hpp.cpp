@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <syncband/syncband.hpp>
 
@@ -639,6 +640,93 @@ void a_wake_after_the_task_finished_is_harmless(void **)
 
 } // namespace
 
+// ------------------------------------------------------------ channel
+
+sb::task produce(sb::channel<int> &ch, int n, int &refused)
+{
+	for (int i = 0; i < n; i++)
+		co_await ch.send(i);
+	ch.close();
+	refused = co_await ch.send(n); // closed: -EPIPE, not sent
+}
+
+sb::task consume(sb::channel<int> &ch, std::vector<int> &got, bool &ended)
+{
+	for (;;) {
+		std::optional<int> v = co_await ch.recv();
+		if (!v)
+			break;
+		got.push_back(*v);
+	}
+	ended = true;
+}
+
+// Two tasks on one loop through a channel of `cap` slots: every item once,
+// in order, then the end of the stream.
+void pass_items_through(int *storage, std::size_t cap)
+{
+	sb::channel<int> ch(storage, cap);
+	assert_int_equal(ch.error(), 0);
+	assert_int_equal(ch.capacity(), cap);
+	std::vector<int> got;
+	bool ended = false;
+	int refused = 0;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(consume(ch, got, ended));
+	l.spawn(produce(ch, 100, refused));
+	drain(l);
+	assert_true(ended);
+	assert_int_equal(refused, -EPIPE);
+	assert_int_equal(got.size(), 100);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(got[static_cast<std::size_t>(i)], i);
+	assert_true(ch.is_closed());
+}
+
+void a_channel_carries_every_item_in_order_between_tasks_then_ends(void **)
+{
+	int slots[1];
+	pass_items_through(slots, 1);
+	int more[8];
+	pass_items_through(more, 8);
+}
+
+void a_rendezvous_channel_hands_each_item_from_task_to_task(void **)
+{
+	pass_items_through(nullptr, 0);
+}
+
+sb::task receive_one(sb::channel<int> &ch, bool &resumed)
+{
+	std::optional<int> v = co_await ch.recv();
+	(void)v;
+	resumed = true;
+}
+
+void a_destroyed_receiver_leaves_the_queue_and_the_next_item_waits_in_the_ring(void **)
+{
+	int slots[2];
+	sb::channel<int> ch(slots);
+	bool resumed = false;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(receive_one(ch, resumed));
+	l.run_ready(); // suspended in recv: it waits
+	l.shutdown();  // its awaiter cancels the receive
+	drain(l);
+	assert_false(resumed);
+	assert_int_equal(ch.try_send(7), 0); // nobody waits: into the ring
+	assert_int_equal(ch.size(), 1);
+	int v = 0;
+	assert_int_equal(ch.try_recv(v), 0);
+	assert_int_equal(v, 7);
+}
+
+void channel_init_errors_are_reported(void **)
+{
+	sb::channel<int> bad(nullptr, 4); // storage missing
+	assert_int_equal(bad.error(), -EINVAL);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -662,6 +750,10 @@ int main()
 		cmocka_unit_test(permits_limit_tasks_whose_work_finishes_on_another_thread),
 		cmocka_unit_test(a_deadline_expired_by_the_loop_completes_the_await_with_etimedout),
 		cmocka_unit_test(a_wake_after_the_task_finished_is_harmless),
+		cmocka_unit_test(a_channel_carries_every_item_in_order_between_tasks_then_ends),
+		cmocka_unit_test(a_rendezvous_channel_hands_each_item_from_task_to_task),
+		cmocka_unit_test(a_destroyed_receiver_leaves_the_queue_and_the_next_item_waits_in_the_ring),
+		cmocka_unit_test(channel_init_errors_are_reported),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

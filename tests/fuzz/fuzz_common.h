@@ -120,6 +120,7 @@ static const char *fz_res_name(long long r)
 	case -EAGAIN: return "-EAGAIN";
 	case -EBUSY: return "-EBUSY";
 	case -EPERM: return "-EPERM";
+	case -EPIPE: return "-EPIPE";
 	case -EINVAL: return "-EINVAL";
 	case -EOVERFLOW: return "-EOVERFLOW";
 	case -ERANGE: return "-ERANGE";

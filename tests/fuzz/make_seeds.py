@@ -381,6 +381,87 @@ def latch_seeds():
     }
 
 
+def channel_seeds():
+    # header: [b0, capacity]: b0 & 1 SB_CHANNEL_INIT, b0 & 2 NULL storage
+    # (capacity 0), (b0 >> 2) & 3 the item size: 8, 16, 12, 40 bytes.
+    # INIT argument: slot | SEND, then a byte: a receive's size (0: recv_init
+    # of 1; 1..4: recv_many of 2..5; 5: recv_many of 1; 250..254: n = 0,
+    # INT_MAX, INT_MAX + 1, SIZE_MAX, NULL items), ignored by a send but 255
+    # (a NULL item).  CROWD's value: v & 1 sends, else receives of
+    # 1 + (v >> 1) % 4.  SEND_MANY: 0..6 items, 248..255: 33..47.  RECV_MANY:
+    # 1..6 items, 250..255: INT_MAX.  BAD: 0..12 argument errors, 0x80 | i
+    # init()'s cases.
+    SEND = 8
+    I12, I40 = 2 << 2, 3 << 2
+    return {
+        # A waiting receiver is handed the item directly; senders wait while
+        # the ring is full and move into it, oldest first, as slots free.
+        "handoff-and-refill": ([0, 2], [
+            ("INIT", 0, 0), ("POLL", 0, OWN_A), ("TRY_SEND",), ("POLL", 0, OWN_A),
+            ("TRY_SEND",), ("TRY_SEND",), ("TRY_SEND",), ("INIT", 1 | SEND, 0),
+            ("POLL", 1, OWN_A), ("INIT", 2 | SEND, 0), ("POLL", 2, SHARED1_A), ("TRY_RECV",),
+            ("POLL", 1, OWN_A), ("RECV_MANY", 4), ("POLL", 2, OWN_B), ("TRY_RECV",)]),
+        # Capacity 0: sends wait for a receiver, which takes straight from
+        # the oldest; a batch fills a waiting receive of many.
+        "rendezvous": ([2, 0], [
+            ("TRY_SEND",), ("FORCE",), ("INIT", 0 | SEND, 0), ("POLL", 0, OWN_A),
+            ("INIT", 1 | SEND, 0), ("POLL", 1, OWN_B), ("TRY_RECV",), ("RECV_MANY", 2),
+            ("POLL", 0, OWN_A), ("POLL", 1, OWN_A), ("INIT", 2, 2), ("POLL", 2, OWN_A),
+            ("INIT", 3, 0), ("POLL", 3, SHARED2_A), ("SEND_MANY", 5), ("POLL", 2, OWN_A),
+            ("POLL", 3, OWN_A), ("INIT", 4, 0), ("POLL", 4, OWN_A), ("FORCE",), ("TRY_RECV",)]),
+        # close(): waiting senders get -EPIPE, the ring drains in order,
+        # then -EPIPE; close again changes nothing.
+        "close-and-drain": ([I12, 3], [
+            ("TRY_SEND",), ("SEND_MANY", 2), ("INIT", 0 | SEND, 0), ("POLL", 0, OWN_A),
+            ("CLOSE",), ("POLL", 0, OWN_A), ("TRY_RECV",), ("INIT", 1, 4), ("POLL", 1, OWN_A),
+            ("TRY_RECV",), ("CLOSE",), ("TRY_SEND",), ("FORCE",), ("INIT", 2, 0),
+            ("POLL", 2, OWN_A), ("BLOCKING", 1), ("BLOCKING", 0), ("CANCEL", 2)]),
+        # close() completes waiting receivers with -EPIPE.
+        "close-wakes-receivers": ([1, 1], [
+            ("INIT", 0, 0), ("POLL", 0, OWN_A), ("INIT", 1, 3), ("POLL", 1, SHARED1_A),
+            ("CLOSE",), ("CANCEL", 0), ("POLL", 1, OWN_A), ("POLL", 0, OWN_A)]),
+        # cancel after completion reports it (0, the items are the caller's);
+        # before, -ECANCELED; a poll after cancel says the same.
+        "cancel-reports-completion": ([0, 1], [
+            ("INIT", 0, 1), ("POLL", 0, OWN_A), ("SEND_MANY", 3), ("CANCEL", 0),
+            ("POLL", 0, OWN_A), ("INIT", 1 | SEND, 0), ("POLL", 1, OWN_A), ("TRY_RECV",),
+            ("CANCEL", 1), ("POLL", 1, OWN_B), ("INIT", 2 | SEND, 0), ("POLL", 2, OWN_A),
+            ("CANCEL", 2), ("POLL", 2, OWN_A), ("CANCEL", 2 | FREE), ("TRY_RECV",),
+            ("TRY_RECV",), ("INIT", 3, 0), ("CANCEL", 3), ("POLL", 3, OWN_A)]),
+        # force_send evicts the oldest while senders wait (they keep their
+        # place), and hands off to a waiting receiver.
+        "force-send": ([I40, 2], [
+            ("TRY_SEND",), ("TRY_SEND",), ("INIT", 0 | SEND, 0), ("POLL", 0, OWN_A),
+            ("FORCE",), ("FORCE",), ("RECV_MANY", 1), ("POLL", 0, OWN_A), ("RECV_MANY", 5),
+            ("INIT", 1, 0), ("POLL", 1, OWN_A), ("FORCE",), ("POLL", 1, OWN_A)]),
+        # More waiters than one wake batch: receivers served by one batch,
+        # senders drained by one receive of INT_MAX, close with a crowd.
+        "crowd": ([0, 1], [
+            ("CROWD", 33, 2, SHARED1_A), ("SEND_MANY", 6), ("SEND_MANY", 6), ("POLL_ALL", OWN_A),
+            ("CANCEL_CROWD", 0), ("CROWD", 33, 0, SHARED2_A), ("SEND_MANY", 255),
+            ("POLL_ALL", OWN_A), ("CANCEL_CROWD", 1), ("CROWD", 33, 1, OWN_A), ("RECV_MANY", 255),
+            ("CROWD", 33, 1, SHARED2_A), ("BLOCKING", 0), ("CLOSE",), ("POLL_ALL", OWN_B),
+            ("CANCEL_CROWD", 3)]),
+        # destroy() while futures wait is refused; argument errors change
+        # nothing; a receive future's edge sizes; init()'s refusals.
+        "destroy-busy-and-bad-arguments": ([0, 2], [
+            ("INIT", 0 | SEND, 255), ("POLL", 0, OWN_A), ("INIT", 1, 250), ("POLL", 1, OWN_A),
+            ("INIT", 2, 252), ("POLL", 2, OWN_A), ("INIT", 3, 254), ("POLL", 3, OWN_A),
+            ("CANCEL", 3), ("INIT", 4, 0), ("POLL", 4, OWN_A), ("DESTROY", 0x21),
+            ("TRY_SEND",), ("POLL", 4, OWN_A), ("TRY_SEND",), ("BAD", 0), ("BAD", 1),
+            ("BAD", 2), ("BAD", 3), ("BAD", 4), ("BAD", 5), ("BAD", 6), ("BAD", 7),
+            ("BAD", 8), ("BAD", 9), ("BAD", 10), ("BAD", 11), ("BAD", 12),
+            ("BAD", 0x80), ("BAD", 0x81), ("BAD", 0x82), ("BAD", 0x83), ("BAD", 0x84),
+            ("BAD", 0x85), ("BAD", 0x86), ("BAD", 0x87), ("BAD", 0x88), ("BAD", 0x89),
+            ("BAD", 0x8a), ("BAD", 0x8b), ("DESTROY", 0x03), ("TRY_SEND",), ("TRY_RECV",)]),
+        "waker-replacement": ([0, 0], [
+            ("INIT", 0, 0), ("POLL", 0, OWN_A), ("POLL", 0, OWN_A), ("POLL", 0, OWN_B),
+            ("POLL", 0, SHARED1_A), ("POLL", 0, SHARED1_B), ("POLL", 0, SHARED2_A),
+            ("INIT", 1 | SEND, 0), ("POLL", 1, OWN_A), ("POLL", 1, SHARED2_A),
+            ("POLL", 1, OWN_B), ("TRY_SEND",), ("POLL", 0, OWN_A)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -392,6 +473,7 @@ def main():
         "once": once_seeds(),
         "rwlock": rwlock_seeds(),
         "latch": latch_seeds(),
+        "channel": channel_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

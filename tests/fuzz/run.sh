@@ -7,10 +7,11 @@
 # build/fuzz, under libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer,
 # and runs each TARGET (default: all of them) for SECONDS (default 30) on a
 # fresh copy of its seed corpus (the committed corpus is never grown).
-# TARGET is one of: semaphore mutex condvar event auto_event barrier once rwlock latch (a "fuzz_"
-# prefix is accepted).  Prints, per target, libFuzzer's number of executed
-# inputs; exits non-zero if any target crashed or found a model mismatch
-# (the failing input is saved under build/fuzz/artifacts/TARGET/).
+# TARGET is one of: semaphore mutex condvar event auto_event barrier once
+# rwlock latch channel (a "fuzz_" prefix is accepted).  Prints, per target,
+# libFuzzer's number of executed inputs; exits non-zero if any target crashed
+# or found a model mismatch (the failing input is saved under
+# build/fuzz/artifacts/TARGET/).
 #
 # Environment: CC (default clang); SB_FUZZ_MAX_LEN (default 2048), the
 # largest input libFuzzer may try; SB_FUZZ_ARGS, extra libFuzzer flags.
@@ -21,7 +22,7 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 src="$root/tests/fuzz"
 build="$root/build/fuzz"
-all="semaphore mutex condvar event auto_event barrier once rwlock latch"
+all="semaphore mutex condvar event auto_event barrier once rwlock latch channel"
 
 seconds=30
 if [ $# -gt 0 ]; then

@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Systematic interleavings of syncband/channel.h (sched.c, README.md in this
+ * folder): sends, receives, cancels, force_send, batch operations, re-polls
+ * with a new waker and close racing on one channel of capacity 1 or 0, each
+ * explored over every schedule within the bounds, then over random ones,
+ * under sequential consistency and under the weak (release/acquire) model.
+ *
+ * Items are ints: item i (0..NITEMS-1) has the value i + 1 while its sender
+ * owns it; items 0-3 are sender A's, 4-7 sender B's, each sent in index
+ * order.  Each check says that every item a sender saw sent (0) was received
+ * exactly once - by a thread, by an eviction, or by check's drain of the
+ * ring - and every item it saw not sent (-EAGAIN, -EPIPE, -ECANCELED) never
+ * was; that each receiver got each sender's items in order; that nothing
+ * is left waiting where the channel's invariants forbid it; that every
+ * waker clone was woken or dropped; and that the channel destroys.
+ *
+ * Item memory (the senders' items, the ring's slots, the receivers'
+ * buffers) is watched: the library's copies of it (memcpy, wrapped at link
+ * time for this program) are reported to the explorer as plain accesses
+ * (sb_model_plain_access).  So under the weak model a receiver that reads
+ * its buffer must happen-after the copy that filled it, and a sender that
+ * reuses its item's memory once its send settled (it overwrites it with 0)
+ * must happen-after every copy out of it; under either model a copy made
+ * after the sender was told it may reuse its memory delivers a 0, which the
+ * receiver rejects.  (The inline paths of channel.h copy with a constant
+ * size, which gcc expands in place: those copies are not reported; they
+ * run in the caller's own thread under the lock.)
+ *
+ * Some threads also leave a plain witness (`started`) before they begin a
+ * cancel: a receive that returns while the cancel has not begun raced
+ * nothing, so it must have served the waiter as if no cancel came.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <syncband/channel.h>
+
+#include "sched.h"
+
+/* Under the weak model: a clone happens-before every use of that clone. */
+#define COUNTING_WAKER_CLONED(c) MODEL_PLAIN_WRITE(c)
+#define COUNTING_WAKER_USED(c) MODEL_PLAIN_READ(c)
+#define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
+#include "counting_waker.h"
+
+/* test_model's bounds (README.md in this folder). */
+enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261207 };
+enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+enum { NITEMS = 8, PER_SENDER = 4, NFUT = 3, NWAKERS = 4, NSEQ = 3, MAXSEQ = 8, MANY = 3 };
+
+/* What the sender of an item saw. */
+enum { UNSENT = 0, SENT, KEPT };
+
+typedef struct chan_mem {
+	int item[NITEMS];         /* the senders' items */
+	int slots[2];             /* the ring */
+	int buf[NFUT][MANY];      /* receive futures' memory */
+	int tbuf[NSEQ][MANY];     /* try_recv's and force_send's memory, per thread */
+} chan_mem;
+
+typedef struct chan_ctx {
+	sb_channel ch;
+	size_t capacity;
+	sb_channel_send s[NFUT];
+	sb_channel_recv r[NFUT];
+	counting_waker w[NWAKERS];
+	chan_mem mem;
+	int fate[NITEMS];
+	int got[NITEMS];          /* times each item was received */
+	int seq[NSEQ][MAXSEQ];    /* what each receiving thread got, in order */
+	int nseq[NSEQ];
+	int res[6];               /* results the checks look at */
+	int started;              /* witness: a cancel has begun */
+	int witness;              /* witness: a receive returned before it */
+	bool closed;              /* a thread closes the channel */
+} chan_ctx;
+
+/* ------------------------------------------------------- watched memory */
+
+/* The current execution's item memory, for the wrapped memcpy. */
+static chan_mem *watched;
+
+static bool is_watched(const void *p)
+{
+	const char *c = p, *lo = (const char *)watched;
+	return watched && c >= lo && c < lo + sizeof *watched;
+}
+
+/*
+ * The library's copies (and the explorer's own, which never touch the item
+ * memory): each int of watched memory read or written is reported.
+ */
+void *__real_memcpy(void *dst, const void *src, size_t n);
+void *__wrap_memcpy(void *dst, const void *src, size_t n);
+void *__wrap_memcpy(void *dst, const void *src, size_t n)
+{
+	for (size_t i = 0; i + sizeof(int) <= n; i += sizeof(int)) {
+		if (is_watched((const char *)src + i))
+			sb_model_plain_access((const char *)src + i, false);
+		if (is_watched((char *)dst + i))
+			sb_model_plain_access((char *)dst + i, true);
+	}
+	return __real_memcpy(dst, src, n);
+}
+
+/* A sender writes item i before it sends it. */
+static void put(chan_ctx *c, int i)
+{
+	c->mem.item[i] = i + 1;
+	sb_model_plain_access(&c->mem.item[i], true);
+}
+
+/*
+ * Item i's send settled with `r`: sent (0), or still the sender's.  Either
+ * way the sender owns its memory again and reuses it: every copy out of it
+ * must happen-before, and none may follow.
+ */
+static void settle(chan_ctx *c, int i, int r)
+{
+	MODEL_CHECK(c->fate[i] == UNSENT);
+	c->fate[i] = r == 0 ? SENT : KEPT;
+	c->mem.item[i] = 0;
+	sb_model_plain_access(&c->mem.item[i], true);
+}
+
+/* Thread `t` received the item at `p` (its buffer, filled by the library). */
+static void took(chan_ctx *c, int t, const int *p)
+{
+	MODEL_PLAIN_READ(p);
+	int v = *p;
+	MODEL_CHECK(v >= 1 && v <= NITEMS); /* 0: copied after its sender reused it */
+	c->got[v - 1]++;
+	MODEL_CHECK(c->nseq[t] < MAXSEQ);
+	c->seq[t][c->nseq[t]++] = v - 1;
+}
+
+/* -------------------------------------------------------------- futures */
+
+static int poll_send(sb_channel_send *f, counting_waker *cw)
+{
+	sb_waker w = counting_waker_ref(cw);
+	return sb_channel_send_poll(f, &w);
+}
+
+static int poll_recv(sb_channel_recv *f, counting_waker *cw)
+{
+	sb_waker w = counting_waker_ref(cw);
+	return sb_channel_recv_poll(f, &w);
+}
+
+/*
+ * The test's own read of a wake count: not a scheduling point (the counting
+ * waker's own atomics are not either), so that it adds no schedules.
+ */
+static int wake_count(counting_waker *cw)
+{
+	return __atomic_load_n((int *)&cw->wakes, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Polls with `cw` until done, waiting for a wake after each pending poll;
+ * SB_PENDING when nobody is left to wake it (check then cancels it).  The
+ * wakes are counted before each poll: a wake may come before the poll
+ * returns.
+ */
+static int drive_send(sb_channel_send *f, counting_waker *cw)
+{
+	int wakes = wake_count(cw);
+	int r;
+	while ((r = poll_send(f, cw)) == SB_PENDING) {
+		if (!sb_model_await_change(&cw->wakes, wakes))
+			return SB_PENDING;
+		wakes = wake_count(cw);
+	}
+	return r;
+}
+
+static int drive_recv(sb_channel_recv *f, counting_waker *cw)
+{
+	int wakes = wake_count(cw);
+	int r;
+	while ((r = poll_recv(f, cw)) == SB_PENDING) {
+		if (!sb_model_await_change(&cw->wakes, wakes))
+			return SB_PENDING;
+		wakes = wake_count(cw);
+	}
+	return r;
+}
+
+/* A receive future's items, once it returned 0, go to thread t's record. */
+static void took_all(chan_ctx *c, int t, sb_channel_recv *f, const int *buf)
+{
+	size_t n = sb_channel_recv_count(f);
+	MODEL_CHECK(n >= 1 && n <= MANY);
+	for (size_t k = 0; k < n; k++)
+		took(c, t, &buf[k]);
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static void setup_channel(chan_ctx *c, size_t capacity)
+{
+	watched = &c->mem;
+	c->capacity = capacity;
+	MODEL_CHECK(sb_channel_init(&c->ch, capacity ? c->mem.slots : NULL, sizeof(int),
+				    capacity) == 0);
+	for (int i = 0; i < NWAKERS; i++)
+		counting_waker_init(&c->w[i]);
+}
+
+/* In setup: item i into the ring (try_send). */
+static void setup_in_ring(chan_ctx *c, int i)
+{
+	put(c, i);
+	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[i]) == 0);
+	settle(c, i, 0);
+}
+
+/* In setup: item i's send future f waits, with waker cw. */
+static void setup_waiting_send(chan_ctx *c, int f, int i, int cw)
+{
+	put(c, i);
+	sb_channel_send_init(&c->s[f], &c->ch, &c->mem.item[i]);
+	MODEL_CHECK(poll_send(&c->s[f], &c->w[cw]) == SB_PENDING);
+}
+
+/* In setup: receive future f waits for one item, with waker cw. */
+static void setup_waiting_recv(chan_ctx *c, int f, int cw)
+{
+	sb_channel_recv_init(&c->r[f], &c->ch, c->mem.buf[f]);
+	MODEL_CHECK(poll_recv(&c->r[f], &c->w[cw]) == SB_PENDING);
+}
+
+/* ---------------------------------------------------------------- check */
+
+static bool pending_send(const chan_ctx *c, int f)
+{
+	return c->s[f].channel && c->s[f].status == SB_PENDING;
+}
+
+static bool pending_recv(const chan_ctx *c, int f)
+{
+	return c->r[f].channel && c->r[f].status == SB_PENDING;
+}
+
+/*
+ * Everything settled: nothing waits where the invariants forbid it (a
+ * sender only on a full ring with no receiver waiting, a receiver only on
+ * an empty one with no sender waiting, nobody once closed); the futures
+ * that nobody was left to wake are cancelled (nothing happened to them);
+ * check's drain receives what the ring holds, appended to thread t's
+ * record.
+ */
+static void settle_all(chan_ctx *c, int t)
+{
+	bool senders = false, receivers = false;
+	for (int f = 0; f < NFUT; f++) {
+		senders |= pending_send(c, f);
+		receivers |= pending_recv(c, f);
+	}
+	size_t len = sb_channel_len(&c->ch);
+	MODEL_CHECK(!(senders && receivers));
+	if (senders)
+		MODEL_CHECK(len == c->capacity && !c->closed);
+	if (receivers)
+		MODEL_CHECK(len == 0 && !c->closed);
+	for (int f = 0; f < NFUT; f++) {
+		if (pending_send(c, f)) {
+			int i = (int)((const int *)c->s[f].item - c->mem.item);
+			MODEL_CHECK(sb_channel_send_cancel(&c->s[f]) == -ECANCELED);
+			settle(c, i, -ECANCELED);
+		}
+		if (pending_recv(c, f))
+			MODEL_CHECK(sb_channel_recv_cancel(&c->r[f]) == -ECANCELED);
+	}
+	int r;
+	int *into = c->mem.tbuf[t];
+	while ((r = sb_channel_try_recv(&c->ch, into)) == 0)
+		took(c, t, into);
+	MODEL_CHECK(r == (c->closed ? -EPIPE : -EAGAIN));
+	MODEL_CHECK(sb_channel_is_closed(&c->ch) == c->closed);
+}
+
+/*
+ * Every item sent was received once, every other never; each record has
+ * each sender's items in order; every clone was woken or dropped; the
+ * channel destroys.
+ */
+static void check_ledger(chan_ctx *c)
+{
+	for (int i = 0; i < NITEMS; i++)
+		MODEL_CHECK(c->got[i] == (c->fate[i] == SENT));
+	for (int t = 0; t < NSEQ; t++)
+		for (int a = 0; a < c->nseq[t]; a++)
+			for (int b = a + 1; b < c->nseq[t]; b++)
+				if (c->seq[t][a] / PER_SENDER == c->seq[t][b] / PER_SENDER)
+					MODEL_CHECK(c->seq[t][a] < c->seq[t][b]);
+	for (int i = 0; i < NWAKERS; i++)
+		MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
+	MODEL_CHECK(sb_channel_destroy(&c->ch) == 0);
+}
+
+/* A waker whose future waited once: woken once if its operation settled, else dropped. */
+static void expect_woken_or_dropped(chan_ctx *c, int cw, bool woken)
+{
+	MODEL_CHECK(atomic_load(&c->w[cw].wakes) == (woken ? 1 : 0));
+	MODEL_CHECK(atomic_load(&c->w[cw].drops) == (woken ? 0 : 1));
+}
+
+static void close_t(void *p)
+{
+	chan_ctx *c = p;
+	sb_channel_close(&c->ch);
+}
+
+/* --- a send waiting on a full ring, a receiver and close (capacity 1) ---- */
+
+static void full_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+	c->closed = true;
+}
+/* Item 1 waits for room: a receive moves it in, or close refuses it. */
+static void full_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 1);
+	sb_channel_send_init(&c->s[0], &c->ch, &c->mem.item[1]);
+	int r = drive_send(&c->s[0], &c->w[0]);
+	MODEL_CHECK(r == 0 || r == -EPIPE);
+	settle(c, 1, r);
+}
+/* Item 0 is there, closed or not; then item 1, nothing yet, or the end. */
+static void full_t1(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][0]) == 0);
+	took(c, 0, &c->mem.tbuf[0][0]);
+	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][1]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN || r == -EPIPE);
+	if (r == 0)
+		took(c, 0, &c->mem.tbuf[0][1]);
+	c->res[1] = r;
+}
+static void full_check(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(c->seq[0][0] == 0);
+	settle_all(c, 0);
+	/* the stream ends after what was sent: a receive that saw its end
+	 * means item 1 was refused */
+	if (c->res[1] == -EPIPE)
+		MODEL_CHECK(c->fate[1] == KEPT);
+	/* woken once: moved into the ring, or refused by close */
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) <= 1);
+	check_ledger(c);
+}
+
+/* --- a rendezvous receive, a try_send and close (capacity 0) ------------ */
+
+static void rdv_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 0);
+	c->closed = true;
+}
+/* Item 0 goes only to a receiver already waiting. */
+static void rdv_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 0);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN || r == -EPIPE);
+	settle(c, 0, r);
+}
+/* The receive gets item 0 or, once closed, the end of the stream. */
+static void rdv_t1(void *p)
+{
+	chan_ctx *c = p;
+	sb_channel_recv_init(&c->r[0], &c->ch, c->mem.buf[0]);
+	int r = drive_recv(&c->r[0], &c->w[1]);
+	MODEL_CHECK(r == 0 || r == -EPIPE);
+	if (r == 0)
+		took_all(c, 0, &c->r[0], c->mem.buf[0]);
+}
+static void rdv_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/* --- a direct handoff to a waiting receiver racing its cancel ----------- */
+
+/*
+ * Receive future 0 waits (waker 0).  t0 sends item 0 (to the receiver, or,
+ * cancelled first, into the ring or - rendezvous - nowhere), then item 1;
+ * t1 cancels the receive: 0 with item 0 in its buffer, or -ECANCELED with
+ * nothing received; a poll after it says the same.  A send that returned
+ * before the cancel began found the receiver waiting.
+ */
+static void hand_setup(chan_ctx *c, size_t capacity)
+{
+	setup_channel(c, capacity);
+	setup_waiting_recv(c, 0, 0);
+}
+static void hand1_setup(void *p)
+{
+	hand_setup(p, 1);
+}
+static void hand0_setup(void *p)
+{
+	hand_setup(p, 0);
+}
+static void hand_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 0);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	c->witness = !c->started;
+	MODEL_CHECK(r == 0 || (r == -EAGAIN && c->capacity == 0));
+	settle(c, 0, r);
+	put(c, 1);
+	r = sb_channel_try_send(&c->ch, &c->mem.item[1]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	settle(c, 1, r);
+}
+static void hand_t1(void *p)
+{
+	chan_ctx *c = p;
+	c->started = 1;
+	int r = sb_channel_recv_cancel(&c->r[0]);
+	MODEL_CHECK(r == 0 || r == -ECANCELED);
+	c->res[0] = r;
+	MODEL_CHECK(poll_recv(&c->r[0], &c->w[1]) == r);
+	if (r == 0) {
+		MODEL_CHECK(sb_channel_recv_count(&c->r[0]) == 1);
+		took(c, 0, c->mem.buf[0]);
+		MODEL_CHECK(c->seq[0][0] == 0); /* the first item sent */
+	}
+	if (c->capacity > 0) {
+		r = sb_channel_try_recv(&c->ch, c->mem.tbuf[0]);
+		MODEL_CHECK(r == 0 || r == -EAGAIN);
+		if (r == 0)
+			took(c, 0, c->mem.tbuf[0]);
+	}
+}
+static void hand_check(void *p)
+{
+	chan_ctx *c = p;
+	if (c->witness)
+		MODEL_CHECK(c->res[0] == 0);
+	/* granted: woken; withdrawn: its clone dropped */
+	expect_woken_or_dropped(c, 0, c->res[0] == 0);
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/* --- a rendezvous send future racing its own cancel --------------------- */
+
+/*
+ * Send future 0 (item 0, waker 0) waits on a rendezvous channel.  t0
+ * cancels it: 0 exactly when the receiver took the item.  t1's receive
+ * future takes it at its first poll if the cancel had not begun, else may
+ * wait (and is cancelled by check).
+ */
+static void rsc_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 0);
+	setup_waiting_send(c, 0, 0, 0);
+}
+static void rsc_t0(void *p)
+{
+	chan_ctx *c = p;
+	c->started = 1;
+	int r = sb_channel_send_cancel(&c->s[0]);
+	MODEL_CHECK(r == 0 || r == -ECANCELED);
+	c->res[0] = r;
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[3]) == r);
+	settle(c, 0, r);
+}
+static void rsc_t1(void *p)
+{
+	chan_ctx *c = p;
+	sb_channel_recv_init(&c->r[0], &c->ch, c->mem.buf[0]);
+	int r = poll_recv(&c->r[0], &c->w[1]);
+	if (!c->started)
+		MODEL_CHECK(r == 0); /* it raced nothing: the sender was waiting */
+	if (r == SB_PENDING)
+		r = drive_recv(&c->r[0], &c->w[1]); /* a re-poll, then its wake */
+	if (r == 0)
+		took_all(c, 0, &c->r[0], c->mem.buf[0]);
+	else
+		MODEL_CHECK(r == SB_PENDING);
+}
+static void rsc_check(void *p)
+{
+	chan_ctx *c = p;
+	expect_woken_or_dropped(c, 0, c->res[0] == 0);
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/* --- force_send racing a receiver, a sender waiting (capacity 1) -------- */
+
+/*
+ * The ring holds item 0 and send future 0 (sender B's item 4, waker 0)
+ * waits.  t0's force_send of item 1 never waits: into a free slot (0), or it
+ * evicts the oldest into its own memory (1), while the waiting sender keeps
+ * its place.  t1 receives twice; the first receive frees a slot, which the
+ * waiting sender takes, so it always completes.
+ */
+static void force_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+	setup_waiting_send(c, 0, PER_SENDER, 0);
+}
+static void force_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 1);
+	int r = sb_channel_force_send(&c->ch, &c->mem.item[1], c->mem.tbuf[0]);
+	MODEL_CHECK(r == 0 || r == 1);
+	settle(c, 1, 0);
+	if (r == 1)
+		took(c, 0, c->mem.tbuf[0]); /* the evicted item is the forcer's now */
+}
+static void force_t1(void *p)
+{
+	chan_ctx *c = p;
+	for (int k = 0; k < 2; k++) {
+		sb_channel_recv_init(&c->r[k], &c->ch, c->mem.buf[k]);
+		int r = drive_recv(&c->r[k], &c->w[1 + k]);
+		MODEL_CHECK(r == 0);
+		took_all(c, 1, &c->r[k], c->mem.buf[k]);
+	}
+}
+static void force_check(void *p)
+{
+	chan_ctx *c = p;
+	/* moved into the ring by t1's first receive: woken, and done */
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[0]) == 0);
+	settle(c, PER_SENDER, 0);
+	settle_all(c, 2);
+	check_ledger(c);
+}
+
+/* --- a receive-many future racing try_send_many (capacity 1) ------------ */
+
+/*
+ * t0's receive future asks for up to 3 items; t1 sends items 0-2 with
+ * try_send_many (to the waiting receiver, as many as it asks, or one into
+ * the ring), then the rest with a second one; t2's try_recv takes one.
+ */
+static void many_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+}
+static void many_t0(void *p)
+{
+	chan_ctx *c = p;
+	sb_channel_recv_many_init(&c->r[0], &c->ch, c->mem.buf[0], MANY);
+	int r = drive_recv(&c->r[0], &c->w[0]);
+	if (r == 0)
+		took_all(c, 0, &c->r[0], c->mem.buf[0]);
+	else
+		MODEL_CHECK(r == SB_PENDING); /* t2 took the only item in the ring */
+}
+static void many_t1(void *p)
+{
+	chan_ctx *c = p;
+	for (int i = 0; i < MANY; i++)
+		put(c, i);
+	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
+	MODEL_CHECK(n >= 1 && n <= MANY);
+	for (int i = 0; i < n; i++)
+		settle(c, i, 0);
+	int left = MANY - n;
+	if (left == 0)
+		return;
+	int m = sb_channel_try_send_many(&c->ch, &c->mem.item[n], (size_t)left);
+	MODEL_CHECK(m == -EAGAIN || (m >= 1 && m <= left));
+	for (int i = n; i < MANY; i++)
+		settle(c, i, m > 0 && i < n + m ? 0 : -EAGAIN);
+}
+static void many_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/* --- a waiting sender's item moved into the ring racing its cancel ------ */
+
+/*
+ * The ring holds item 0; send future 0 (item 1, waker 0) waits.  t0 cancels
+ * it: 0 when a receive had moved item 1 into the ring, else -ECANCELED and
+ * item 1 never arrives.  t1 receives item 0 and then tries for item 1: a
+ * first receive that returned before the cancel began moved it.
+ */
+static void move_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+	setup_waiting_send(c, 0, 1, 0);
+}
+static void move_t0(void *p)
+{
+	chan_ctx *c = p;
+	c->started = 1;
+	int r = sb_channel_send_cancel(&c->s[0]);
+	MODEL_CHECK(r == 0 || r == -ECANCELED);
+	c->res[0] = r;
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[3]) == r);
+	settle(c, 1, r);
+}
+static void move_t1(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]) == 0);
+	bool moved = !c->started;
+	took(c, 1, &c->mem.tbuf[1][0]);
+	MODEL_CHECK(c->seq[1][0] == 0);
+	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][1]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	if (r == 0)
+		took(c, 1, &c->mem.tbuf[1][1]);
+	if (moved)
+		MODEL_CHECK(r == 0 && c->seq[1][1] == 1);
+	c->witness = moved;
+}
+static void move_check(void *p)
+{
+	chan_ctx *c = p;
+	if (c->witness)
+		MODEL_CHECK(c->res[0] == 0);
+	expect_woken_or_dropped(c, 0, c->res[0] == 0);
+	settle_all(c, 1);
+	check_ledger(c);
+}
+
+/* --- close racing a waiting receive's re-poll with a new waker ---------- */
+
+/*
+ * Receive future 0 waits with waker 0.  t1 re-polls it with waker 1 (then
+ * waits for waker 1's wake), while t0 closes and t2 tries to send item 0:
+ * the receive gets item 0 or the end of the stream, and exactly one of the
+ * two wakers is woken - the one registered when it completed.
+ */
+static void rrp_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_waiting_recv(c, 0, 0);
+	c->closed = true;
+}
+static void rrp_t1(void *p)
+{
+	chan_ctx *c = p;
+	int r = drive_recv(&c->r[0], &c->w[1]);
+	MODEL_CHECK(r == 0 || r == -EPIPE);
+	if (r == 0)
+		took_all(c, 0, &c->r[0], c->mem.buf[0]);
+	c->res[0] = r;
+}
+static void rrp_t2(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 0);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	MODEL_CHECK(r == 0 || r == -EPIPE);
+	settle(c, 0, r);
+}
+static void rrp_check(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[1].wakes) == 1);
+	settle_all(c, 2);
+	check_ledger(c);
+}
+
+/*
+ * The same for a rendezvous send future (item 0, waker 0): t1 re-polls it
+ * with waker 1 while t0 closes; the send ends refused, woken once.
+ */
+static void srp_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 0);
+	setup_waiting_send(c, 0, 0, 0);
+	c->closed = true;
+}
+static void srp_t1(void *p)
+{
+	chan_ctx *c = p;
+	int r = drive_send(&c->s[0], &c->w[1]);
+	MODEL_CHECK(r == -EPIPE);
+	settle(c, 0, r);
+}
+static void srp_check(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[1].wakes) == 1);
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/* Two threads: explored within test_model's bounds. */
+static const sb_model_scenario pairs[] = {
+	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 1)", 2,
+	  sizeof(chan_ctx), hand1_setup, { hand_t0, hand_t1 }, hand_check },
+	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 0)", 2,
+	  sizeof(chan_ctx), hand0_setup, { hand_t0, hand_t1 }, hand_check },
+	{ "channel: a rendezvous send's cancel racing a receive future", 2,
+	  sizeof(chan_ctx), rsc_setup, { rsc_t0, rsc_t1 }, rsc_check },
+	{ "channel: force_send racing two receives, a sender waiting (capacity 1)", 2,
+	  sizeof(chan_ctx), force_setup, { force_t0, force_t1 }, force_check },
+	{ "channel: a receive-many future racing try_send_many (capacity 1)", 2,
+	  sizeof(chan_ctx), many_setup, { many_t0, many_t1 }, many_check },
+	{ "channel: a waiting sender moved into the ring racing its cancel", 2,
+	  sizeof(chan_ctx), move_setup, { move_t0, move_t1 }, move_check },
+	{ "channel: close racing a rendezvous send's re-poll with a new waker", 2,
+	  sizeof(chan_ctx), srp_setup, { close_t, srp_t1 }, srp_check },
+};
+
+/* Three threads: one preemption and one stale read fewer (see main). */
+static const sb_model_scenario trios[] = {
+	{ "channel: a send future on a full ring racing two try_recvs and close (capacity 1)",
+	  3, sizeof(chan_ctx), full_setup, { full_t0, full_t1, close_t }, full_check },
+	{ "channel: a rendezvous receive future racing try_send and close (capacity 0)", 3,
+	  sizeof(chan_ctx), rdv_setup, { rdv_t0, rdv_t1, close_t }, rdv_check },
+	{ "channel: close racing a receive's re-poll with a new waker and a try_send", 3,
+	  sizeof(chan_ctx), rrp_setup, { close_t, rrp_t1, rrp_t2 }, rrp_check },
+};
+
+/*
+ * Under sequential consistency when stale_reads < 0, else the weak model:
+ * the pairs within the given bounds, the trios within one preemption and
+ * one stale read fewer (SB_MODEL_TRIO_PREEMPTIONS and
+ * SB_MODEL_TRIO_STALE_READS override those, to explore further by hand).
+ */
+static int bound_from_env(const char *name, int fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : fallback;
+}
+
+static void explore_all(int preemptions, int stale_reads)
+{
+	bool ok = sb_model_explore_all(pairs, COUNT(pairs), preemptions, stale_reads, LIMIT);
+	int trio_preemptions = bound_from_env("SB_MODEL_TRIO_PREEMPTIONS", preemptions - 1);
+	int trio_stale = stale_reads < 0 ? -1
+					 : bound_from_env("SB_MODEL_TRIO_STALE_READS", stale_reads - 1);
+	ok &= sb_model_explore_all(trios, COUNT(trios), trio_preemptions, trio_stale, LIMIT);
+	assert_true(ok);
+}
+
+static void random_all(int stale_reads)
+{
+	bool ok = sb_model_random_all(pairs, COUNT(pairs), SEED, RANDOM_RUNS, stale_reads);
+	ok &= sb_model_random_all(trios, COUNT(trios), SEED, RANDOM_RUNS, stale_reads);
+	assert_true(ok);
+}
+
+static void every_channel_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+{
+	(void)state;
+	explore_all(PREEMPTIONS, -1);
+}
+
+static void every_channel_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	random_all(-1);
+}
+
+static void every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	explore_all(WEAK_PREEMPTIONS, STALE_READS);
+}
+
+static void every_channel_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	random_all(WEAK_RANDOM_STALE_READS);
+}
+
+/* test_model_channel [RUN-PATTERN]: cmocka's test name filter. */
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_channel_scenario_holds_over_all_schedules_with_four_preemptions),
+		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules),
+		cmocka_unit_test(every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules_under_the_weak_model),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -110,6 +110,17 @@ SCENARIO_ORDER = [
     "notify/fan-out-10",
     "notify/fan-out-100",
     "notify/fan-out-500",
+    "channel/try-send-try-recv",
+    "channel/ping-pong",
+    "channel/rendezvous-ping-pong",
+    "channel/spsc-cap-1",
+    "channel/spsc-cap-64",
+    "channel/spsc-cap-1024",
+    "channel/mpsc-4-to-1",
+    "channel/mpsc-16-to-1",
+    "channel/spmc-1-to-4",
+    "channel/mpmc-4-to-4",
+    "channel/mpmc-16-to-16",
 ]
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
@@ -120,8 +131,26 @@ BASELINE_SCENARIO = "baseline/cas-acquire+store-release"
 # The two-CAS floors beside it (bench/baseline.cc): the shapes of a lock that
 # reads before each CAS, as syncband's do, and of one that does not.
 TWO_CAS_SCENARIOS = {"baseline/reads-first-cas+cas", "baseline/blind-cas+cas"}
-# The rows whose instructions per round are counted: one thread, no runtime.
-SINGLE_THREAD_SCENARIOS = PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
+# The channel rows (bench/channel.cc, bench/peers/src/channels.rs, the Go
+# peer).  Single thread: the try pair (no-op waker) and the two ping-pongs
+# (two tasks on one loop); their instructions per round are counted too.
+CHANNEL_SINGLE_THREAD = {"channel/try-send-try-recv", "channel/ping-pong",
+                         "channel/rendezvous-ping-pong"}
+CHANNEL_SCENARIOS = {sc for sc in SCENARIO_ORDER if sc.startswith("channel/")}
+# The channel rows of several senders or receivers: each repetition also
+# runs them with --waits (every receive timed), as the contention rows.
+CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channel/spmc-1-to-4",
+                          "channel/mpmc-4-to-4", "channel/mpmc-16-to-16"}
+# Scenarios whose syncband rows must allocate nothing (bench/README.md).
+ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS
+# The rows whose instructions per round are counted: one thread, no runtime
+# (the channel ping-pongs: one loop on one thread).
+SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
+                           | CHANNEL_SINGLE_THREAD)
+# Peers shown as context only: no target reads them, they are not "the best
+# peer" of any verdict or chart, and callgrind does not count them (Go's
+# runtime threads).  The Go program of bench/peers/go.
+CONTEXT_IMPLS = ("go",)
 # Rows that are not peers but floors (pthread, sem_t, the bare atomic
 # instructions, the futex wake-up).
 BASELINES = ("pthread", "sem_t", "c-atomic", "rust-std", "c-futex")
@@ -208,6 +237,13 @@ def time_targets(entries):
 # strict-FIFO ones.
 TARGETS = time_targets(TARGETS_FILE["time"])
 
+# targets.toml [[scaling]]: a row's median <= factor x the same row's median
+# in another scenario of the same run (16-to-16 against 4-to-4, per item).
+SCALING = {}
+for _t in TARGETS_FILE.get("scaling", []):
+    SCALING.setdefault(_t["scenario"], []).append(
+        (_t["factor"], _t["of_scenario"], tuple(_t["rows"])))
+
 # Instructions per round: see targets.toml [instructions].
 INSTR_TARGETS = TARGETS_FILE["instructions"]
 UNCONTENDED_SCENARIOS = tuple(INSTR_TARGETS["uncontended"])
@@ -220,6 +256,8 @@ def instruction_targets(scenario):
                 (INSTR_TARGETS["uncontended_baseline"], "baseline")]
     if scenario in PRIMITIVE_SCENARIOS:
         return [(INSTR_TARGETS["primitive_peer"], "peer")]
+    if scenario in CHANNEL_SINGLE_THREAD:
+        return [(INSTR_TARGETS["channel_peer"], "peer")]
     return []
 
 
@@ -254,11 +292,12 @@ class Pair:
         self.impl = impl
         self.cmd = cmd          # argv prefix; "<scenario> <impl> --batches 1 ..." follow
         self.rounds = rounds    # default rounds, when the binary told us
-        self.side = side        # "c" or "peers"
+        self.side = side        # "c", "peers" or "go"
         self.threads = threads  # N of a contention row, else None
         # Whether each repetition also runs it with --waits: the contention
         # rows, and the machine's wake-up floor (WAIT_PROBES).
-        self.times_waits = threads is not None or scenario in WAIT_PROBES
+        self.times_waits = (threads is not None or scenario in WAIT_PROBES
+                            or scenario in CHANNEL_WAIT_SCENARIOS)
         self.rounds_run = None  # the rounds it ran with, when given explicitly
         self.samples = []       # ns per round, one per timed batch
         self.waits = []         # {p50_ns, p99_ns, max_ns, acquires}, one per --waits run
@@ -310,8 +349,8 @@ def run_cmd(argv, timeout):
     return p.stdout, None
 
 
-def discover(bin_dir, peers):
-    """Lists every pair of both sides, and the peers' UNSUPPORTED lines."""
+def discover(bin_dir, peers, go=None):
+    """Lists every pair of every side, and the peers' UNSUPPORTED lines."""
     pairs = []
     if not os.path.isdir(bin_dir):
         sys.exit("run.py: no such directory: %s" % bin_dir)
@@ -341,15 +380,28 @@ def discover(bin_dir, peers):
         if len(f) in (2, 3):
             rounds = int(f[2]) if len(f) == 3 else None
             pairs.append(Pair(f[0], f[1], [peers, "run"], rounds, "peers"))
+    if go:
+        # The Go peer (bench/peers/go): the same command line as bench/peers.
+        if not os.access(go, os.X_OK):
+            sys.exit("run.py: the Go peer is missing: %s (build bench/peers/go)" % go)
+        out, err = run_cmd([go, "list"], 60)
+        if err:
+            sys.exit("run.py: %s list: %s" % (go, err))
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) in (2, 3):
+                rounds = int(f[2]) if len(f) == 3 else None
+                pairs.append(Pair(f[0], f[1], [go, "run"], rounds, "go"))
     pairs = expand_threads(pairs)
-    out, err = run_cmd([peers, "unsupported"], 60)
-    if err:
-        sys.exit("run.py: %s unsupported: %s" % (peers, err))
     unsupported = []
-    for line in out.splitlines():
-        f = line.split(None, 3)
-        if len(f) >= 3 and f[0] == "UNSUPPORTED":
-            unsupported.append((f[1], f[2], f[3] if len(f) > 3 else ""))
+    for prog in [peers] + ([go] if go else []):
+        out, err = run_cmd([prog, "unsupported"], 60)
+        if err:
+            sys.exit("run.py: %s unsupported: %s" % (prog, err))
+        for line in out.splitlines():
+            f = line.split(None, 3)
+            if len(f) >= 3 and f[0] == "UNSUPPORTED":
+                unsupported.append((f[1], f[2], f[3] if len(f) > 3 else ""))
     return pairs, unsupported
 
 
@@ -388,6 +440,8 @@ def impl_order(impl):
         return (1, len(SYNCBAND_ROW_ORDER), impl)
     if impl in BASELINES:
         return (2, impl)
+    if impl in CONTEXT_IMPLS:
+        return (4, impl)
     return (3, impl)
 
 
@@ -510,7 +564,8 @@ def measure_instructions(pair, rounds, tmpdir, functions):
 
 
 def instruction_pairs(pairs):
-    return [p for p in pairs if p.scenario in SINGLE_THREAD_SCENARIOS]
+    return [p for p in pairs if p.scenario in SINGLE_THREAD_SCENARIOS
+            and p.impl not in CONTEXT_IMPLS]
 
 
 def measure_all_instructions(pairs, rounds_of, functions):
@@ -575,8 +630,9 @@ def fmt_result_ns(ns):
     return "%.3f" % ns
 
 
-def evaluate_targets(scenario, base_impl, by_impl):
-    """Target verdicts for syncband row `base_impl` of one scenario."""
+def evaluate_targets(scenario, base_impl, by_impl, medians=None):
+    """Target verdicts for syncband row `base_impl` of one scenario.
+    `medians`: {(scenario, impl): median} of the whole run ([[scaling]])."""
     verdicts = []
     sb = by_impl.get(base_impl)
     if not sb or "median" not in sb:
@@ -601,7 +657,23 @@ def evaluate_targets(scenario, base_impl, by_impl):
                          "status": "pass" if ok else "MISS",
                          "text": "<=%.2fx %s: %s %s" % (factor, ref_impl, fmt_ratio(ratio),
                                                          "pass" if ok else "MISS")})
-    if scenario in PRIMITIVE_SCENARIOS:
+    for factor, other, rows in SCALING.get(scenario, []):
+        if base_impl not in rows:
+            continue
+        label = "%.2fx %s" % (factor, other)
+        ref = (medians or {}).get((other, base_impl))
+        if ref is None:
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "<=%s: not measured" % label})
+            continue
+        ratio = sb["median"] / ref
+        ok = ratio <= factor
+        verdicts.append({"target": label, "reference": other, "ratio": ratio,
+                         "status": "pass" if ok else "MISS",
+                         "text": "<=%.2fx own %s: %s %s" % (factor, other.split("/")[-1],
+                                                            fmt_ratio(ratio),
+                                                            "pass" if ok else "MISS")})
+    if scenario in ZERO_ALLOC_SCENARIOS:
         ok = sb["allocs"] == 0
         verdicts.append({"target": "0 allocations", "status": "pass" if ok else "MISS",
                          "ratio": None,
@@ -661,6 +733,7 @@ def summarize(pairs, unsupported, scenarios):
     report = []
     baseline_rows = {p.impl: p.instructions for p in pairs
                      if p.scenario == BASELINE_SCENARIO and p.instructions is not None}
+    medians = {(p.scenario, p.impl): statistics.median(p.samples) for p in pairs if p.samples}
     for sc in scenarios:
         rows = sorted((p for p in pairs if p.scenario == sc), key=lambda p: impl_order(p.impl))
         stats = {p.impl: p.stats() for p in rows}
@@ -669,7 +742,8 @@ def summarize(pairs, unsupported, scenarios):
             (i for i in measured if is_syncband(i)), None)
         timed = [i for i in measured if "median" in measured[i]]
         ranked = sorted(timed, key=lambda i: measured[i]["median"])
-        peers_known = {p.impl for p in rows if not is_syncband(p.impl) and p.impl not in BASELINES}
+        peers_known = {p.impl for p in rows if not is_syncband(p.impl) and p.impl not in BASELINES
+                       and p.impl not in CONTEXT_IMPLS}
         base_instr = measured[base].get("instructions") if base else None
         entries = []
         for p in rows:
@@ -692,7 +766,7 @@ def summarize(pairs, unsupported, scenarios):
                 if p.functions is not None:
                     e["functions"] = dict(sorted(p.functions.items(), key=lambda kv: -kv[1]))
                 if is_syncband(p.impl):
-                    e["targets"] = (evaluate_targets(sc, p.impl, measured) +
+                    e["targets"] = (evaluate_targets(sc, p.impl, measured, medians) +
                                     evaluate_instruction_targets(sc, p.impl, measured,
                                                                  peers_known, baseline_rows))
             entries.append(e)
@@ -870,7 +944,7 @@ def best_peer_chart(report, path, title):
     """One bar per scenario: the fastest peer's median / syncband's (log
     scale; right of 1 = syncband is faster).  Baselines (pthread, sem_t,
     atomics, the futex wake-up) are not peers and are left out."""
-    baselines = set(BASELINES)
+    baselines = set(BASELINES) | set(CONTEXT_IMPLS)
     bars = []
     for sc in report:
         base = sc["base"]
@@ -1013,6 +1087,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin-dir", required=True, help="directory of the bench_* binaries")
     ap.add_argument("--peers", required=True, help="the peers binary (bench/peers)")
+    ap.add_argument("--go", metavar="PATH",
+                    help="the Go peer (bench/peers/go): its channel rows are shown as context")
     ap.add_argument("--out", default="build/bench", help="where results.json/.svg go")
     ap.add_argument("--publish", metavar="DIR",
                     help="after a full, unfiltered run, also write DIR/latest.json, "
@@ -1047,7 +1123,7 @@ def main():
         count_instructions = False
 
     started = time.monotonic()
-    pairs, unsupported = discover(args.bin_dir, args.peers)
+    pairs, unsupported = discover(args.bin_dir, args.peers, args.go)
     if args.filters:
         keep = lambda sc: any(f in sc for f in args.filters)
         pairs = [p for p in pairs if keep(p.scenario)]
@@ -1080,7 +1156,7 @@ def main():
         if args.quick:
             # A peer runs syncband's count where syncband has the row, its
             # own default (from `peers list`) where it does not yet.
-            if p.side == "peers":
+            if p.side != "c":
                 r = syncband_rounds.get(p.scenario) or p.rounds
             else:
                 r = p.rounds or syncband_rounds.get(p.scenario)
@@ -1099,9 +1175,9 @@ def main():
     repeat = args.repeat or (1 if args.smoke else QUICK_REPEAT if args.quick else 10)
     timeout = 60 if (args.smoke or args.quick) else 300
     mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
-    log("==> %d pairs (%d C, %d peers) in %d scenarios, %d repetition(s), mode %s"
+    log("==> %d pairs (%d C, %d peers, %d Go) in %d scenarios, %d repetition(s), mode %s"
         % (len(pairs), sum(p.side == "c" for p in pairs), sum(p.side == "peers" for p in pairs),
-           len(scenarios), repeat, mode_name))
+           sum(p.side == "go" for p in pairs), len(scenarios), repeat, mode_name))
 
     for rep in range(repeat):
         for sc in scenarios:

@@ -16,12 +16,14 @@
 //! R rounds and nothing else (the instruction counts of bench/run.py, under
 //! callgrind).
 //!
-//! `--waits` (contention rows): exactly one batch of R rounds, no warm-up,
+//! `--waits` (contention rows, and the channel rows of several producers or
+//! receivers, which time every receive): exactly one batch of R rounds, no warm-up,
 //! in which every acquire is timed; prints only
 //! `WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>`
 //! (that batch's time is not reported: the clock reads slow it down).
 
 mod alloc_count;
+mod channels;
 mod contention;
 mod executors;
 mod harness;
@@ -229,9 +231,10 @@ fn cmd_run(rows: &[Row], args: &[String]) -> Result<(), String> {
             "--threads applies only to contention rows, not {scenario}"
         ));
     }
-    if opts.waits && !row.has_threads() {
+    if opts.waits && !row.times_waits() {
         return Err(format!(
-            "--waits applies only to contention rows, not {scenario}"
+            "--waits applies only to contention rows and the channel rows with several \
+             producers or receivers, not {scenario}"
         ));
     }
     let params = Params {

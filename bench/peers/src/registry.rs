@@ -1,6 +1,7 @@
 //! Every (scenario, implementation) pair the harness knows, with its default
 //! rounds per batch, and the honest reason where a peer cannot express one.
 
+use crate::channels as ch;
 use crate::contention::{smol_mt, tokio_mt};
 use crate::executors::{async_exec, tokio_ct};
 use crate::harness::BatchFn;
@@ -28,6 +29,12 @@ impl Row {
     /// Whether the name has a thread count (`contention/*-N-threads`).
     pub fn has_threads(&self) -> bool {
         self.scenario.ends_with(THREADS_PLACEHOLDER)
+    }
+
+    /// Whether `--waits` applies: the contention rows and the channel rows
+    /// with several producers or receivers (every receive timed).
+    pub fn times_waits(&self) -> bool {
+        self.has_threads() || CHANNEL_WAITS.contains(&self.scenario)
     }
 
     /// The scenario name with the thread count filled in.
@@ -92,9 +99,83 @@ pub const EVENT_LISTENER: &str = "event-listener";
 pub const RUST_STD: &str = "rust-std";
 pub const TOKIO_CT: &str = "tokio-current-thread";
 pub const ASYNC_EXECUTOR: &str = "async-executor";
+pub const ASYNC_CHANNEL: &str = "async-channel";
+pub const FLUME: &str = "flume";
+pub const FLUME_BLOCKING: &str = "flume-blocking";
+pub const CROSSBEAM: &str = "crossbeam";
+pub const STD_SYNC_CHANNEL: &str = "std-sync-channel";
+
+/// The channel rows that time every receive under `--waits`.
+pub const CHANNEL_WAITS: [&str; 5] = [
+    "channel/mpsc-4-to-1",
+    "channel/mpsc-16-to-1",
+    "channel/spmc-1-to-4",
+    "channel/mpmc-4-to-4",
+    "channel/mpmc-16-to-16",
+];
+
+const CROSSBEAM_BLOCKING_ONLY: &str =
+    "crossbeam-channel is blocking only: it has no future to await on one loop";
+const ZERO_CAPACITY_PANICS_TOKIO: &str =
+    "tokio::sync::mpsc::channel(0) panics: Tokio has no rendezvous channel";
+const ZERO_CAPACITY_PANICS_ASYNC_CHANNEL: &str =
+    "async_channel::bounded(0) panics: async-channel has no rendezvous channel";
+const TOKIO_ONE_RECEIVER: &str =
+    "tokio::sync::mpsc has one receiver (not Clone): several receivers would need our own sharing";
+
+/// The channel rows (src/channels.rs).
+fn channel_rows() -> Vec<Row> {
+    let mut rows = vec![
+        run("channel/try-send-try-recv", TOKIO, 10_000_000, ch::try_tokio),
+        run("channel/try-send-try-recv", ASYNC_CHANNEL, 10_000_000, ch::try_async_channel),
+        run("channel/try-send-try-recv", FLUME, 10_000_000, ch::try_flume),
+        run("channel/try-send-try-recv", CROSSBEAM, 10_000_000, ch::try_crossbeam),
+        run("channel/ping-pong", TOKIO_CT, 1_000_000, ch::ping_pong_tokio),
+        run("channel/ping-pong", ASYNC_CHANNEL, 1_000_000, ch::ping_pong_async_channel),
+        run("channel/ping-pong", FLUME, 1_000_000, ch::ping_pong_flume),
+        unsupported("channel/ping-pong", CROSSBEAM, 1_000_000, CROSSBEAM_BLOCKING_ONLY),
+        unsupported("channel/rendezvous-ping-pong", TOKIO_CT, 1_000_000, ZERO_CAPACITY_PANICS_TOKIO),
+        unsupported(
+            "channel/rendezvous-ping-pong",
+            ASYNC_CHANNEL,
+            1_000_000,
+            ZERO_CAPACITY_PANICS_ASYNC_CHANNEL,
+        ),
+        run("channel/rendezvous-ping-pong", FLUME, 1_000_000, ch::rendezvous_ping_pong_flume),
+        unsupported("channel/rendezvous-ping-pong", CROSSBEAM, 1_000_000, CROSSBEAM_BLOCKING_ONLY),
+        run("channel/spsc-cap-1", CROSSBEAM, 1_000_000, ch::crossbeam_threads::<1, 1, 1>),
+        run("channel/spsc-cap-1", FLUME_BLOCKING, 1_000_000, ch::flume_threads::<1, 1, 1>),
+        run("channel/spsc-cap-1", STD_SYNC_CHANNEL, 1_000_000, ch::std_threads::<1>),
+        run("channel/spsc-cap-64", CROSSBEAM, 1_000_000, ch::crossbeam_threads::<1, 1, 64>),
+        run("channel/spsc-cap-64", FLUME_BLOCKING, 1_000_000, ch::flume_threads::<1, 1, 64>),
+        run("channel/spsc-cap-64", STD_SYNC_CHANNEL, 1_000_000, ch::std_threads::<64>),
+        run("channel/spsc-cap-1024", CROSSBEAM, 1_000_000, ch::crossbeam_threads::<1, 1, 1024>),
+        run("channel/spsc-cap-1024", FLUME_BLOCKING, 1_000_000, ch::flume_threads::<1, 1, 1024>),
+        run("channel/spsc-cap-1024", STD_SYNC_CHANNEL, 1_000_000, ch::std_threads::<1024>),
+    ];
+    macro_rules! multi {
+        ($name:literal, $p:literal, $c:literal) => {
+            rows.push(run($name, CROSSBEAM, 200_000, ch::crossbeam_threads::<$p, $c, 64>));
+            rows.push(run($name, FLUME_BLOCKING, 200_000, ch::flume_threads::<$p, $c, 64>));
+            rows.push(run($name, FLUME, 200_000, ch::flume_tasks::<$p, $c>));
+            rows.push(run($name, ASYNC_CHANNEL, 200_000, ch::async_channel_tasks::<$p, $c>));
+            if $c == 1 {
+                rows.push(run($name, TOKIO, 200_000, ch::tokio_tasks::<$p, 1>));
+            } else {
+                rows.push(unsupported($name, TOKIO, 200_000, TOKIO_ONE_RECEIVER));
+            }
+        };
+    }
+    multi!("channel/mpsc-4-to-1", 4, 1);
+    multi!("channel/mpsc-16-to-1", 16, 1);
+    multi!("channel/spmc-1-to-4", 1, 4);
+    multi!("channel/mpmc-4-to-4", 4, 4);
+    multi!("channel/mpmc-16-to-16", 16, 16);
+    rows
+}
 
 pub fn rows() -> Vec<Row> {
-    vec![
+    let mut rows = vec![
         // --- primitives, single thread, no-op waker -------------------------
         run(
             "semaphore/pending-handoff",
@@ -422,5 +503,7 @@ pub fn rows() -> Vec<Row> {
             10_000,
             smol_mt::semaphore,
         ),
-    ]
+    ];
+    rows.extend(channel_rows());
+    rows
 }

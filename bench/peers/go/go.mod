@@ -1,0 +1,3 @@
+module syncband/bench/peers/go
+
+go 1.19

@@ -542,16 +542,24 @@ static int ch_blocking_result(int r, int status)
 
 int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_ns)
 {
+	/* The future's first poll would decide the same way; this skips the
+	 * parker when the item goes at once. */
+	int r = sb_channel_try_send(ch, item);
+	if (r != -EAGAIN)
+		return r;
 	sb_channel_send f;
 	sb_channel_send_init(&f, ch, item);
-	int r = sb_park_block_on(&f, &sb_channel_send_ops, timeout_ns);
+	r = sb_park_block_on(&f, &sb_channel_send_ops, timeout_ns);
 	return ch_blocking_result(r, f.status); /* f.status read after the wait */
 }
 
 int sb_channel_recv_blocking(sb_channel *ch, void *item, uint64_t timeout_ns)
 {
+	int r = sb_channel_try_recv(ch, item); /* as in the send */
+	if (r != -EAGAIN)
+		return r;
 	sb_channel_recv f;
 	sb_channel_recv_init(&f, ch, item);
-	int r = sb_park_block_on(&f, &sb_channel_recv_ops, timeout_ns);
+	r = sb_park_block_on(&f, &sb_channel_recv_ops, timeout_ns);
 	return ch_blocking_result(r, f.status); /* f.status read after the wait */
 }

@@ -41,7 +41,8 @@
  * and the item memory it names, must stay where they are until it completes
  * or is cancelled: the other side copies from or into that memory.
  *
- * Errors (negative errno; every error leaves the channel unchanged)
+ * Errors (negative errno; every error leaves the channel unchanged; -EINVAL
+ * for bad arguments comes before -EPIPE)
  *   -EINVAL      init(): item_size 0 or above UINT32_MAX, capacity above
  *                SB_CHANNEL_MAX_CAPACITY, storage NULL with a capacity, or
  *                storage not aligned for the item (see sb_channel_init);
@@ -335,7 +336,10 @@ SB_API int sb_channel_send_cancel(sb_channel_send *f);
 
 /*
  * Prepares a future that receives 1 to `n` items into `items` (n <= INT_MAX;
- * 0 fails at the first poll with -EINVAL).  Does not register.
+ * 0 fails at the first poll with -EINVAL).  A first poll takes up to n of
+ * the oldest items there are; a future that had to wait completes with what
+ * the send that reaches it hands over: one item, or up to n from
+ * try_send_many.  Does not register.
  */
 SB_INLINE void sb_channel_recv_many_init(sb_channel_recv *f, sb_channel *ch, void *items,
 					 size_t n)

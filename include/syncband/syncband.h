@@ -3,6 +3,7 @@
 #ifndef SYNCBAND_SYNCBAND_H
 #define SYNCBAND_SYNCBAND_H
 
+#include <syncband/version.h>
 #include <syncband/future.h>
 #include <syncband/blocking.h>
 #include <syncband/semaphore.h>

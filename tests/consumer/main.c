@@ -1,5 +1,6 @@
 /* An outside program: acquire, wait, hand off, using only the installed API. */
 #include <stdio.h>
+#include <string.h>
 
 #include <syncband/syncband.h>
 
@@ -15,6 +16,9 @@ int main(void)
 		return 2;
 	if (sb_semaphore_acquire_poll(&acquire, &waker) != 0)
 		return 3;
-	puts("consumer: handoff ok");
+	/* The headers and the library linked come from one release. */
+	if (strcmp(sb_version(), SYNCBAND_VERSION_STRING) != 0)
+		return 4;
+	puts("consumer: handoff ok, version " SYNCBAND_VERSION_STRING);
 	return 0;
 }

@@ -38,6 +38,14 @@ LD_LIBRARY_PATH=$(pkg-config --variable=libdir syncband) "$work/pc_shared"
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror -static -o "$work/pc_static" "$here/main.c" $(pkg-config --static --cflags --libs syncband)
 "$work/pc_static"
+# pkg-config and the installed header say the same version.
+header_version=$(sed -n 's/^#define SYNCBAND_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+	"$prefix/include/syncband/version.h" | paste -sd.)
+pc_version=$(pkg-config --modversion syncband)
+[ "$header_version" = "$pc_version" ] || {
+	echo "version.h says $header_version, pkg-config says $pc_version" >&2
+	exit 1
+}
 if [ -f "$pcdir/syncband-uring.pc" ]; then
 	# shellcheck disable=SC2046
 	$cc -std=c11 -Wall -Werror -o "$work/pc_uring" "$here/main_uring.c" \

@@ -2,6 +2,11 @@
 /*
  * syncband/executor.h - a small io_uring executor (library syncband_uring).
  *
+ * The runtime syncband's own tests, benchmarks and examples run on, offered
+ * as is: installed only when built (-DSYNCBAND_BUILD_URING=ON), and without
+ * the core library's compatibility promise - its API and ABI may change in
+ * any minor release (the library's SONAME carries the minor version).
+ *
  * One executor = one io_uring driven by one thread: the thread that called
  * sb_executor_init() (its "owner").  Tasks are intrusive: a user struct embeds
  * an sb_task and names a poll function; spawning links the task into a run

@@ -97,20 +97,12 @@ static bool spin_for_inbox(sb_executor *ex, int looks)
 #define IDLE_SPIN_LOOKS 64 /* inbox looks (pauses) between two clock reads and yields */
 
 /*
- * Counts over every executor loop of the process: the awake ones (live and
- * not asleep in the kernel; a loop rung awake counts from the ring, see
- * sb__exec_count_woken) and the idle spinners.  Relaxed throughout: they
- * only decide whether an idle loop spins a while longer, publish nothing,
+ * The idle spinners over every executor loop of the process (the awake ones
+ * are counted by ring.c, which rings them awake).  Relaxed throughout: it
+ * only decides whether an idle loop spins a while longer, publishes nothing,
  * and a stale value costs a spin or a sleep, never a wake.
  */
-static _Atomic unsigned loops_awake;
 static _Atomic unsigned idle_spinners;
-
-void sb__exec_count_woken(void)
-{
-	/* relaxed: a count (above). */
-	atomic_fetch_add_explicit(&loops_awake, 1, memory_order_relaxed);
-}
 
 /*
  * Whether an idle loop may spin: some other loop awake and not spinning
@@ -119,9 +111,9 @@ void sb__exec_count_woken(void)
  */
 static bool idle_spin_allowed(int self)
 {
-	/* relaxed (both): counts (above); signed, since two relaxed loads may
-	 * see a spinner that is not yet or no longer counted awake. */
-	int awake = (int)atomic_load_explicit(&loops_awake, memory_order_relaxed);
+	/* relaxed: a count (above); signed, since two relaxed loads may see a
+	 * spinner that is not yet or no longer counted awake. */
+	int awake = (int)sb__ring_loops_awake();
 	int spinning = (int)atomic_load_explicit(&idle_spinners, memory_order_relaxed);
 	return awake - spinning > self;
 }
@@ -172,8 +164,7 @@ static void park(sb_executor *ex, enum loop_mode mode)
 	if (spin_for_inbox(ex, INBOX_SPINS) || idle_spin(ex, mode))
 		return;
 	sb__ring_arm_eventfd(ex);
-	/* relaxed: a count (above); a waker that rings us counts us back. */
-	atomic_fetch_sub_explicit(&loops_awake, 1, memory_order_relaxed);
+	sb__ring_count_asleep(); /* a waker that rings us counts us back */
 	/* seq_cst: Dekker with the scheduler's inbox push / sb_executor_stop: we
 	 * store sleeping then read inbox and flags; they write those then read
 	 * sleeping.  One side sees the other, so no wake is lost. */
@@ -190,7 +181,7 @@ static void park(sb_executor *ex, enum loop_mode mode)
 	 * An exchange, so that exactly one of us and a ringing waker counts us
 	 * awake again: whoever flips it from 1. */
 	if (atomic_exchange_explicit(&ex->sleeping, 0, memory_order_relaxed))
-		sb__exec_count_woken();
+		sb__ring_count_woken();
 }
 
 static void run_batch(sb_executor *ex)
@@ -228,8 +219,7 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 {
 	struct sb_executor_impl *impl = ex->impl;
 	sb_executor *prev = exec_enter(ex);
-	/* relaxed: a count (see the idle spin). */
-	atomic_fetch_add_explicit(&loops_awake, 1, memory_order_relaxed);
+	sb__ring_count_woken(); /* this loop runs: awake */
 	sched_loop_begin(impl, mode);
 	int rc;
 	for (;;) {
@@ -244,8 +234,7 @@ int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root)
 			park(ex, mode);
 	}
 	sched_loop_end(impl);
-	/* relaxed: a count (see the idle spin). */
-	atomic_fetch_sub_explicit(&loops_awake, 1, memory_order_relaxed);
+	sb__ring_count_asleep(); /* this loop no longer runs */
 	exec_leave(ex, prev);
 	return rc;
 }

@@ -201,6 +201,13 @@ void sb__ring_reap_ready(sb_executor *ex);
 void sb__ring_arm_eventfd(sb_executor *ex);
 bool sb__ring_arm_timer(struct sb_executor_impl *impl, const sb_sleep *earliest);
 void sb__ring_enter(struct sb_executor_impl *impl);
+/* The loops of the process that are awake (running and not asleep in the
+ * kernel), for the idle spin: a loop counts itself awake when it starts and
+ * asleep before it sleeps or returns; a waker that rings a sleeping loop
+ * (the doorbell) or a loop that finds it was not rung counts it awake. */
+void sb__ring_count_woken(void);
+void sb__ring_count_asleep(void);
+unsigned sb__ring_loops_awake(void);
 
 /*
  * With DEFER_TASKRUN (or COOP_TASKRUN) some completions wait for us to enter
@@ -237,9 +244,6 @@ int sb__spawn(sb_executor *ex, sb_task *t, sb_join *join, struct sb_sched_group 
 
 /* executor.c */
 int sb__exec_loop(sb_executor *ex, enum loop_mode mode, const sb_task *root);
-/* A waker that flipped a loop's "sleeping" off and rings it: counts it awake
- * (the idle spin's count; sb__ring_doorbell calls it). */
-void sb__exec_count_woken(void);
 
 /* timer.c */
 void sb__timers_fire(struct sb_executor_impl *impl, uint64_t now);

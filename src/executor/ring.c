@@ -102,9 +102,32 @@ static void eventfd_ring(int fd)
  * the reference, so target's ring stays open until the kernel is done with
  * the message.  Otherwise the eventfd.
  */
+/* The awake count (internal.h).  Relaxed throughout: it only decides whether
+ * an idle loop spins a while longer, publishes nothing, and a stale value
+ * costs a spin or a sleep, never a wake. */
+static _Atomic unsigned loops_awake;
+
+void sb__ring_count_woken(void)
+{
+	/* relaxed: a count (above). */
+	atomic_fetch_add_explicit(&loops_awake, 1, memory_order_relaxed);
+}
+
+void sb__ring_count_asleep(void)
+{
+	/* relaxed: a count (above). */
+	atomic_fetch_sub_explicit(&loops_awake, 1, memory_order_relaxed);
+}
+
+unsigned sb__ring_loops_awake(void)
+{
+	/* relaxed: a count (above). */
+	return atomic_load_explicit(&loops_awake, memory_order_relaxed);
+}
+
 void sb__ring_doorbell(sb_executor *src, sb_executor *target)
 {
-	sb__exec_count_woken(); /* the target is awake from now on, for the idle spin */
+	sb__ring_count_woken(); /* the target is awake from now on, for the idle spin */
 	if (src && (src->features & SB_EXECUTOR_FEAT_MSG_RING) &&
 	    (target->features & SB_EXECUTOR_FEAT_MSG_RING)) {
 		struct sb_executor_impl *impl = src->impl;

@@ -41,6 +41,7 @@ typedef struct mtask {
 
 typedef struct loop_ctx {
 	sb_loop loop;
+	sb_loop loop2;     /* where a respawn goes: run only by check */
 	int rings;         /* the doorbell: rings not yet answered */
 	int answered;
 	_Atomic int posted;
@@ -246,18 +247,21 @@ static void spawn_check(void *p)
 /*
  * No release function: the caller reuses the task once a spawn of it
  * succeeds, which must come after everything its previous life did on the
- * loop's thread (its last poll).
+ * loop's thread (its last poll).  The new life goes to a second loop, which
+ * only check runs, so that reading the old life's polls does not race the
+ * new life's first poll.
  */
 static void respawn_setup(void *p)
 {
 	loop_ctx *c = p;
 	setup_one_waiting_task(c, 1, 1);
+	sb_loop_init(&c->loop2, model_ring, c);
 	c->t.task.release = NULL;
 }
 static void respawn_t2(void *p)
 {
 	loop_ctx *c = p;
-	if (sb_loop_spawn(&c->loop, &c->t.task) != 0)
+	if (sb_loop_spawn(&c->loop2, &c->t.task) != 0)
 		return; /* still alive */
 	c->respawned = true;
 	MODEL_PLAIN_READ(&c->t.polls);
@@ -266,6 +270,8 @@ static void respawn_check(void *p)
 {
 	loop_ctx *c = p;
 	answer_rings(c);
+	sb_loop_run_ready(&c->loop2);
+	MODEL_CHECK(sb_loop_idle(&c->loop2));
 	MODEL_CHECK(c->t.seen == 1);
 	MODEL_CHECK(c->t.polls == 2 + c->respawned); /* setup's, the woken one, the new life's */
 	MODEL_CHECK(sb_loop_idle(&c->loop));

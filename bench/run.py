@@ -121,6 +121,7 @@ SCENARIO_ORDER = [
     "channel/spmc-1-to-4",
     "channel/mpmc-4-to-4",
     "channel/mpmc-16-to-16",
+    "loop/ping-pong-same-thread",
 ]
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
@@ -137,16 +138,19 @@ TWO_CAS_SCENARIOS = {"baseline/reads-first-cas+cas", "baseline/blind-cas+cas"}
 CHANNEL_SINGLE_THREAD = {"channel/try-send-try-recv", "channel/ping-pong",
                          "channel/rendezvous-ping-pong"}
 CHANNEL_SCENARIOS = {sc for sc in SCENARIO_ORDER if sc.startswith("channel/")}
+# The loop rows (bench/loop.cc): two tasks on one sb_loop with a real
+# (eventfd) doorbell; single thread, so their instructions are counted too.
+LOOP_SCENARIOS = {sc for sc in SCENARIO_ORDER if sc.startswith("loop/")}
 # The channel rows of several senders or receivers: each repetition also
 # runs them with --waits (every receive timed), as the contention rows.
 CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channel/spmc-1-to-4",
                           "channel/mpmc-4-to-4", "channel/mpmc-16-to-16"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
-ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS
+ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | LOOP_SCENARIOS
 # The rows whose instructions per round are counted: one thread, no runtime
 # (the channel ping-pongs: one loop on one thread).
 SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
-                           | CHANNEL_SINGLE_THREAD)
+                           | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS)
 # Peers shown as context only: no target reads them, they are not "the best
 # peer" of any verdict or chart, and callgrind does not count them (Go's
 # runtime threads).  The Go program of bench/peers/go.

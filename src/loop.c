@@ -2,6 +2,7 @@
 #include <syncband/loop.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 
 #include "cpu.h"
@@ -34,6 +35,22 @@
  * Only the loop takes from the inbox (single consumer), so there is no ABA:
  * a task cannot leave and come back between a pusher's load and its CAS.
  *
+ * Wakes during a run, from any thread: the AWAKE marker is what tells a
+ * pusher that the loop will look again before it sleeps, so a wake from a
+ * task on the loop's own thread (or from anywhere else) while the loop runs
+ * never calls ring.  The run itself looks again: after each batch it takes
+ * the inbox once more, and only when that finds nothing (or its budget is
+ * spent) does it try to swap AWAKE back to NULL.  That CAS is the end of the
+ * run as pushers see it: a push that lands before it makes it fail (the run
+ * takes the push, or rings for it when out of budget), one after it finds
+ * NULL and rings.  No thread-local "current loop" is needed: the marker is
+ * in the word every pusher already CASes.
+ *
+ * Close: the top bit of `tasks` (LOOP_CLOSED).  A spawn counts itself in
+ * `tasks` with a CAS that fails once the bit is set, so every spawn either
+ * comes before the close in the word's modification order (and keeps the
+ * loop from being idle until its task is released) or fails.
+ *
  * Release: whoever drops the last reference off the loop's thread pushes the
  * task (with no references: "release me") and rings, so the release function
  * always runs on the loop's thread.  Between that push and its ring the
@@ -46,6 +63,9 @@
 #define DONE ((size_t)2)
 #define REF_SHIFT 2
 #define REF_ONE ((size_t)1 << REF_SHIFT)
+
+/* sb_loop.tasks: the count of spawned, unreleased tasks, and this bit. */
+#define LOOP_CLOSED ((size_t)1 << (sizeof(size_t) * CHAR_BIT - 1))
 
 /* The inbox's "empty, and the loop is running a batch". */
 static sb_loop_task loop_awake;
@@ -242,6 +262,22 @@ void sb_loop_wake(sb_loop_task *t)
 	task_wake(t);
 }
 
+/* Counts a spawn in l->tasks; false once the loop is closed. */
+static bool count_spawn(sb_loop *l)
+{
+	/* relaxed: a first guess; the CAS checks it. */
+	size_t n = atomic_load_explicit(&l->tasks, memory_order_relaxed);
+	do {
+		if (n & LOOP_CLOSED)
+			return false;
+		/* relaxed: the push after it publishes the count to the loop, which
+		 * reads it to 0 only after releasing this task; against the close,
+		 * the word's modification order alone decides (see above). */
+	} while (!atomic_compare_exchange_weak_explicit(&l->tasks, &n, n + 1, memory_order_relaxed,
+							memory_order_relaxed));
+	return true;
+}
+
 int sb_loop_spawn(sb_loop *l, sb_loop_task *t)
 {
 	if (!t->poll)
@@ -253,9 +289,14 @@ int sb_loop_spawn(sb_loop *l, sb_loop_task *t)
 	if (!atomic_compare_exchange_strong_explicit(&t->state, &idle, QUEUED + 3 * REF_ONE,
 						     memory_order_acquire, memory_order_relaxed))
 		return -EBUSY;
+	if (!count_spawn(l)) {
+		/* release: nobody else holds a reference (it had none); as the store
+		 * of 0 in task_release, so that the next spawn's acquire CAS comes
+		 * after the previous life, which our acquire ordered before us. */
+		atomic_store_explicit(&t->state, 0, memory_order_release);
+		return -ESHUTDOWN;
+	}
 	set_loop(t, l);
-	/* relaxed: the push publishes it; the loop alone decrements it. */
-	atomic_fetch_add_explicit(&l->tasks, 1, memory_order_relaxed);
 	if (inbox_push(l, t))
 		ring(l);
 	task_unref(t, 1, false);
@@ -312,30 +353,94 @@ static size_t run_one(sb_loop *l, sb_loop_task *t)
 	return 1;
 }
 
-size_t sb_loop_run_ready(sb_loop *l)
+/* Runs a batch in push order; returns how many tasks it polled. */
+static size_t run_batch(sb_loop *l, sb_loop_task *t)
 {
-	/* acquire: pairs with the release CAS of every push in the stack. */
-	sb_loop_task *t = take_in_order(atomic_exchange_explicit(&l->inbox, AWAKE,
-								 memory_order_acquire));
 	size_t polled = 0;
 	while (t) {
 		sb_loop_task *next = next_of(t); /* read first: running may release t */
 		polled += run_one(l, t);
 		t = next;
 	}
+	return polled;
+}
+
+/* Ends a run: true when the inbox was empty and is NULL again (pushes ring
+ * from now on), false when tasks arrived since the last take. */
+static bool inbox_sleep(sb_loop *l)
+{
 	sb_loop_task *expected = AWAKE;
 	/* relaxed: success publishes nothing (the next push reads NULL and
-	 * rings); on failure the new tasks wait for the next call's acquire. */
-	if (!atomic_compare_exchange_strong_explicit(&l->inbox, &expected, NULL,
-						     memory_order_relaxed, memory_order_relaxed))
-		ring(l);
+	 * rings); on failure the new tasks wait for the next take's acquire. */
+	return atomic_compare_exchange_strong_explicit(&l->inbox, &expected, NULL,
+						       memory_order_relaxed, memory_order_relaxed);
+}
+
+bool sb_loop_run(sb_loop *l, size_t budget, size_t *polled_out)
+{
+	size_t polled = 0;
+	bool drained;
+	for (;;) {
+		/* acquire: pairs with the release CAS of every push in the stack. */
+		sb_loop_task *top = atomic_exchange_explicit(&l->inbox, AWAKE,
+							     memory_order_acquire);
+		if (top == NULL || top == AWAKE) {
+			/* Nothing since the last take: sleep, unless a push
+			 * landed in between, which the next take gets. */
+			if ((drained = inbox_sleep(l)))
+				break;
+			continue;
+		}
+		polled += run_batch(l, take_in_order(top));
+		if (polled >= budget) {
+			drained = inbox_sleep(l);
+			if (!drained)
+				ring(l); /* out of budget: the doorbell brings us back */
+			break;
+		}
+	}
+	if (polled_out)
+		*polled_out = polled;
+	return drained;
+}
+
+size_t sb_loop_run_ready(sb_loop *l)
+{
+	size_t polled;
+	(void)sb_loop_run(l, SB_LOOP_BUDGET, &polled);
 	return polled;
+}
+
+void sb_loop_close(sb_loop *l)
+{
+	/* relaxed: the word's modification order alone decides which spawns
+	 * came first (count_spawn); nothing else is published by closing. */
+	atomic_fetch_or_explicit(&l->tasks, LOOP_CLOSED, memory_order_relaxed);
+}
+
+int sb_loop_task_ref(sb_loop_task *t)
+{
+	/* relaxed: as a waker clone, made from a reference the caller holds. */
+	size_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+	do {
+		if (refs_of(s) == 0)
+			return -EINVAL; /* never spawned, or released */
+		/* relaxed: as loop_waker_clone; the check is only against misuse. */
+	} while (!atomic_compare_exchange_weak_explicit(&t->state, &s, s + REF_ONE,
+							memory_order_relaxed, memory_order_relaxed));
+	return 0;
+}
+
+void sb_loop_task_unref(sb_loop_task *t)
+{
+	task_unref(t, 1, false);
 }
 
 bool sb_loop_idle(sb_loop *l)
 {
-	/* relaxed: only this thread decrements it, in task_release. */
-	if (atomic_load_explicit(&l->tasks, memory_order_relaxed) != 0)
+	/* relaxed: only this thread decrements it, in task_release; a spawn's
+	 * increment is published to us by its push (see count_spawn). */
+	if ((atomic_load_explicit(&l->tasks, memory_order_relaxed) & ~LOOP_CLOSED) != 0)
 		return false;
 	size_t ringing;
 	/* acquire: pairs with the release decrement after a dropper's ring. */

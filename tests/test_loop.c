@@ -246,7 +246,7 @@ static void wakes_of_a_queued_task_merge_into_one_poll(void **state)
 	assert_true(sb_loop_idle(&loop));
 }
 
-static void a_wake_during_its_poll_queues_it_for_the_next_run_and_rings_once(void **state)
+static void a_wake_during_its_poll_polls_it_again_in_the_same_run_without_a_ring(void **state)
 {
 	(void)state;
 	atomic_uint rings = 0;
@@ -258,17 +258,16 @@ static void a_wake_during_its_poll_queues_it_for_the_next_run_and_rings_once(voi
 	s.rings = &rings;
 	sb_loop_spawn(&loop, &s.task);
 	assert_int_equal(atomic_load(&rings), 1);
-	assert_int_equal(sb_loop_run_ready(&loop), 1);
-	assert_int_equal(s.polls, 1);       /* not polled twice in one run */
+	assert_int_equal(sb_loop_run_ready(&loop), 2);
+	assert_int_equal(s.polls, 2);       /* polled again before the run returned */
 	assert_int_equal(s.rings_seen, 1);  /* the wake itself did not ring */
-	assert_int_equal(atomic_load(&rings), 2); /* the loop rang itself after the batch */
-	assert_int_equal(sb_loop_run_ready(&loop), 1);
-	assert_int_equal(s.polls, 2);
+	assert_int_equal(atomic_load(&rings), 1); /* nor did the loop, after it */
+	assert_int_equal(atomic_load(&s.released), 1);
 	assert_true(sb_loop_idle(&loop));
-	assert_int_equal(atomic_load(&rings), 2);
 }
 
-static void a_wake_of_another_task_while_the_loop_runs_rings_only_after_the_batch(void **state)
+static void a_wake_of_another_task_on_the_loop_thread_runs_it_in_the_same_run_without_a_ring(
+	void **state)
 {
 	(void)state;
 	atomic_uint rings = 0;
@@ -277,6 +276,8 @@ static void a_wake_of_another_task_while_the_loop_runs_rings_only_after_the_batc
 	script_task a, b;
 	script_init(&a, 1);
 	script_init(&b, 2);
+	a.label = 1;
+	b.label = 2;
 	sb_loop_spawn(&loop, &b.task);
 	sb_loop_run_ready(&loop); /* b waits */
 	a.wake_other = &b.task;
@@ -284,12 +285,14 @@ static void a_wake_of_another_task_while_the_loop_runs_rings_only_after_the_batc
 	unsigned before = atomic_load(&rings);
 	sb_loop_spawn(&loop, &a.task);
 	assert_int_equal(atomic_load(&rings), before + 1);
-	assert_int_equal(sb_loop_run_ready(&loop), 1);
+	order_len = 0;
+	assert_int_equal(sb_loop_run_ready(&loop), 2);
 	assert_int_equal(a.rings_seen, before + 1);
-	assert_int_equal(atomic_load(&rings), before + 2);
-	assert_int_equal(b.polls, 1);
-	assert_int_equal(sb_loop_run_ready(&loop), 1);
+	assert_int_equal(atomic_load(&rings), before + 1);
 	assert_int_equal(b.polls, 2);
+	assert_int_equal(order_len, 2); /* a, then the b it woke */
+	assert_int_equal(order[0], a.label);
+	assert_int_equal(order[1], b.label);
 	assert_true(sb_loop_idle(&loop));
 }
 
@@ -327,11 +330,12 @@ static void a_wake_that_raced_the_last_poll_drops_its_queue_reference(void **sta
 	script_init(&s, 1);
 	s.wake_self_once = true; /* queued again by its own last poll */
 	sb_loop_spawn(&loop, &s.task);
+	/* The run takes the queued task again, finds it finished, drops the
+	 * queue's reference and releases it, without polling it. */
 	assert_int_equal(sb_loop_run_ready(&loop), 1);
-	assert_int_equal(atomic_load(&s.released), 0);
-	assert_int_equal(sb_loop_run_ready(&loop), 0); /* not polled: finished */
 	assert_int_equal(s.polls, 1);
 	assert_int_equal(atomic_load(&s.released), 1);
+	assert_int_equal(atomic_load(&rings), 1);
 	assert_true(sb_loop_idle(&loop));
 }
 
@@ -420,6 +424,341 @@ static void a_task_without_release_can_be_reused_once_idle(void **state)
 	assert_int_equal(sb_loop_spawn(&loop, &s.task), 0);
 	sb_loop_run_ready(&loop);
 	assert_int_equal(s.polls, 2);
+	assert_true(sb_loop_idle(&loop));
+}
+
+/* ------------------------------------------------------------ the budget */
+
+/* A task that wakes itself at every poll until told to stop (a yield). */
+typedef struct yield_task {
+	sb_loop_task task;
+	int polls;
+	int stop_at;   /* finish at this poll */
+	atomic_uint *rings;
+	unsigned rings_at_last_poll;
+} yield_task;
+
+static int yield_poll(sb_loop_task *t, const sb_waker *w)
+{
+	yield_task *y = SB_CONTAINER_OF(t, yield_task, task);
+	y->polls++;
+	y->rings_at_last_poll = atomic_load(y->rings);
+	if (y->polls == y->stop_at)
+		return 0;
+	sb_waker_wake_by_ref(w);
+	return SB_PENDING;
+}
+
+static void run_ready_stops_after_its_budget_and_rings_for_the_tasks_left(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	yield_task y = { .stop_at = 3 * (int)SB_LOOP_BUDGET, .rings = &rings };
+	sb_loop_task_init(&y.task, yield_poll, NULL);
+	sb_loop_spawn(&loop, &y.task);
+	assert_int_equal(atomic_load(&rings), 1);
+	/* One task a batch: exactly the budget's polls. */
+	assert_int_equal(sb_loop_run_ready(&loop), SB_LOOP_BUDGET);
+	assert_int_equal(y.polls, SB_LOOP_BUDGET);
+	assert_int_equal(y.rings_at_last_poll, 1); /* no ring while it ran */
+	assert_int_equal(atomic_load(&rings), 2);  /* one when it stopped with y queued */
+	assert_false(sb_loop_idle(&loop));
+	size_t polled = 0;
+	assert_false(sb_loop_run(&loop, SB_LOOP_BUDGET, &polled)); /* says: stopped for it */
+	assert_int_equal(polled, SB_LOOP_BUDGET);
+	assert_int_equal(atomic_load(&rings), 3);
+	assert_true(sb_loop_run(&loop, SB_LOOP_BUDGET, &polled)); /* says: drained */
+	assert_int_equal(polled, SB_LOOP_BUDGET);
+	assert_int_equal(y.polls, 3 * SB_LOOP_BUDGET);
+	assert_int_equal(atomic_load(&rings), 3);
+	assert_true(sb_loop_idle(&loop));
+}
+
+static void run_says_it_drained_the_queue_when_the_work_ends_within_the_budget(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	yield_task y = { .stop_at = 10, .rings = &rings };
+	sb_loop_task_init(&y.task, yield_poll, NULL);
+	sb_loop_spawn(&loop, &y.task);
+	size_t polled = 0;
+	assert_true(sb_loop_run(&loop, 10, &polled)); /* the tenth poll finished it */
+	assert_int_equal(polled, 10);
+	assert_int_equal(atomic_load(&rings), 1);
+	assert_true(sb_loop_idle(&loop));
+	assert_true(sb_loop_run(&loop, 10, NULL)); /* nothing queued: nothing polled */
+	assert_int_equal(atomic_load(&rings), 1);
+}
+
+static void a_budget_of_zero_polls_the_tasks_queued_at_the_call_once_each(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	yield_task y[3];
+	for (int i = 0; i < 3; i++) {
+		y[i] = (yield_task){ .stop_at = 2, .rings = &rings };
+		sb_loop_task_init(&y[i].task, yield_poll, NULL);
+		sb_loop_spawn(&loop, &y[i].task);
+	}
+	size_t polled = 0;
+	assert_false(sb_loop_run(&loop, 0, &polled));
+	assert_int_equal(polled, 3); /* the batch is run whole */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(y[i].polls, 1);
+	assert_int_equal(atomic_load(&rings), 2); /* they woke themselves: rung once */
+	assert_true(sb_loop_run(&loop, 0, &polled));
+	assert_int_equal(polled, 3);
+	assert_true(sb_loop_idle(&loop));
+}
+
+struct wake_from_thread {
+	sb_loop_task task;
+	sb_loop_task *other;
+	int polls;
+};
+
+static void *wake_task_thread(void *arg)
+{
+	sb_loop_wake(arg);
+	return NULL;
+}
+
+/* Its first poll has another thread wake `other`, and waits for that wake. */
+static int wake_from_thread_poll(sb_loop_task *t, const sb_waker *w)
+{
+	(void)w;
+	struct wake_from_thread *x = SB_CONTAINER_OF(t, struct wake_from_thread, task);
+	if (x->polls++ == 0) {
+		pthread_t th;
+		pthread_create(&th, NULL, wake_task_thread, x->other);
+		pthread_join(th, NULL);
+	}
+	return 0;
+}
+
+static void a_wake_from_another_thread_during_the_run_is_run_without_a_ring(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task b;
+	script_init(&b, 2);
+	sb_loop_spawn(&loop, &b.task);
+	sb_loop_run_ready(&loop); /* b waits */
+	struct wake_from_thread a = { .other = &b.task };
+	sb_loop_task_init(&a.task, wake_from_thread_poll, NULL);
+	sb_loop_spawn(&loop, &a.task);
+	unsigned before = atomic_load(&rings);
+	assert_int_equal(sb_loop_run_ready(&loop), 2);
+	assert_int_equal(b.polls, 2);
+	assert_int_equal(atomic_load(&rings), before);
+	assert_true(sb_loop_idle(&loop));
+}
+
+/* ------------------------------------------------------------ close */
+
+static void a_spawn_after_close_fails_with_eshutdown_and_leaves_the_task_free(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop, other;
+	sb_loop_init(&loop, count_ring, &rings);
+	sb_loop_init(&other, count_ring, &rings);
+	sb_loop_close(&loop);
+	sb_loop_close(&loop); /* idempotent */
+	script_task s;
+	script_init(&s, 1);
+	assert_int_equal(sb_loop_spawn(&loop, &s.task), -ESHUTDOWN);
+	assert_int_equal(atomic_load(&rings), 0);
+	assert_true(sb_loop_idle(&loop));
+	assert_int_equal(sb_loop_run_ready(&loop), 0);
+	assert_int_equal(s.polls, 0);
+	assert_int_equal(sb_loop_task_ref(&s.task), -EINVAL); /* holds no reference */
+	/* Not spawned: it may go to another loop. */
+	assert_int_equal(sb_loop_spawn(&other, &s.task), 0);
+	assert_int_equal(sb_loop_run_ready(&other), 1);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_true(sb_loop_idle(&other));
+}
+
+static void close_lets_spawned_tasks_finish_and_idle_then_means_closed_and_drained(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task s, late;
+	script_init(&s, 2);
+	script_init(&late, 1);
+	sb_loop_spawn(&loop, &s.task);
+	sb_loop_run_ready(&loop); /* waits */
+	sb_loop_close(&loop);
+	assert_false(sb_loop_idle(&loop)); /* close does not cancel it */
+	sb_loop_wake(&s.task);
+	assert_int_equal(sb_loop_run_ready(&loop), 1);
+	assert_int_equal(s.polls, 2);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_true(sb_loop_idle(&loop));
+	unsigned rung = atomic_load(&rings);
+	assert_int_equal(sb_loop_spawn(&loop, &late.task), -ESHUTDOWN);
+	assert_int_equal(atomic_load(&rings), rung); /* no ring into a closed doorbell */
+	assert_true(sb_loop_idle(&loop));
+}
+
+struct spawner {
+	sb_loop *loop;
+	script_task *tasks;
+	int n;
+	int spawned;
+};
+
+static void *spawn_many(void *arg)
+{
+	struct spawner *sp = arg;
+	for (int i = 0; i < sp->n; i++)
+		if (sb_loop_spawn(sp->loop, &sp->tasks[i].task) == 0)
+			sp->spawned++;
+		else
+			CHECK(sb_loop_spawn(sp->loop, &sp->tasks[i].task) == -ESHUTDOWN);
+	return NULL;
+}
+
+static void spawns_racing_close_either_run_to_release_or_fail(void **state)
+{
+	(void)state;
+	enum { N = 2000 };
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 120, "loop close vs spawn");
+	doorbell d;
+	doorbell_init(&d);
+	sb_loop loop;
+	sb_loop_init(&loop, doorbell_ring, &d);
+	static script_task tasks[N];
+	for (int i = 0; i < N; i++)
+		script_init(&tasks[i], 1);
+	struct spawner sp = { &loop, tasks, N, 0 };
+	pthread_t th;
+	pthread_create(&th, NULL, spawn_many, &sp);
+	for (int i = 0; i < 50; i++)
+		sb_loop_run_ready(&loop);
+	sb_loop_close(&loop);
+	run_until_idle(&loop, &d); /* idle after close: no spawn is still on its way */
+	int released = 0;
+	for (int i = 0; i < N; i++)
+		released += atomic_load(&tasks[i].released);
+	pthread_join(th, NULL);
+	assert_int_equal(released, sp.spawned);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(tasks[i].polls, atomic_load(&tasks[i].released));
+	doorbell_destroy(&d);
+	sb_watchdog_stop(&wd);
+}
+
+/* ------------------------------------------------------------ references */
+
+static void a_referenced_task_is_released_once_after_it_finished_and_the_last_unref(
+	void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task s;
+	script_init(&s, 1);
+	sb_loop_spawn(&loop, &s.task);
+	/* Two handles (a socket watcher, a timer), taken by the spawner on the
+	 * loop's thread before the loop runs. */
+	assert_int_equal(sb_loop_task_ref(&s.task), 0);
+	assert_int_equal(sb_loop_task_ref(&s.task), 0);
+	sb_loop_run_ready(&loop);
+	assert_int_equal(s.polls, 1); /* finished */
+	assert_int_equal(atomic_load(&s.released), 0);
+	assert_false(sb_loop_idle(&loop));
+	sb_loop_task_unref(&s.task);
+	sb_loop_run_ready(&loop);
+	assert_int_equal(atomic_load(&s.released), 0);
+	unsigned before = atomic_load(&rings);
+	sb_loop_task_unref(&s.task); /* the last: queued to the loop, rung */
+	assert_int_equal(atomic_load(&s.released), 0);
+	assert_int_equal(atomic_load(&rings), before + 1);
+	assert_int_equal(sb_loop_run_ready(&loop), 0);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_int_equal(s.polls, 1);
+	assert_true(sb_loop_idle(&loop));
+}
+
+struct unref_later {
+	sb_loop_task *task;
+};
+
+static void *unref_thread(void *arg)
+{
+	sb_loop_task_unref(arg);
+	return NULL;
+}
+
+static void the_last_unref_on_another_thread_releases_on_the_loop_thread(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task s;
+	script_init(&s, 1);
+	sb_loop_spawn(&loop, &s.task);
+	assert_int_equal(sb_loop_task_ref(&s.task), 0);
+	sb_loop_run_ready(&loop);
+	pthread_t th;
+	pthread_create(&th, NULL, unref_thread, &s.task);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&s.released), 0);
+	assert_false(sb_loop_idle(&loop));
+	sb_loop_run_ready(&loop);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_true(pthread_equal(s.released_on, pthread_self()));
+	assert_true(sb_loop_idle(&loop));
+}
+
+/* Its poll drops the reference it holds on `held`. */
+struct unrefs_other {
+	sb_loop_task task;
+	sb_loop_task *held;
+};
+
+static int unrefs_other_poll(sb_loop_task *t, const sb_waker *w)
+{
+	(void)w;
+	struct unrefs_other *u = SB_CONTAINER_OF(t, struct unrefs_other, task);
+	sb_loop_task_unref(u->held);
+	return 0;
+}
+
+static void an_unref_inside_a_poll_releases_in_the_same_run_without_a_ring(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task s;
+	script_init(&s, 1);
+	sb_loop_spawn(&loop, &s.task);
+	assert_int_equal(sb_loop_task_ref(&s.task), 0);
+	sb_loop_run_ready(&loop); /* finished; our reference keeps it */
+	struct unrefs_other u = { .held = &s.task };
+	sb_loop_task_init(&u.task, unrefs_other_poll, NULL);
+	sb_loop_spawn(&loop, &u.task);
+	unsigned before = atomic_load(&rings);
+	assert_int_equal(sb_loop_run_ready(&loop), 1);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_true(pthread_equal(s.released_on, pthread_self()));
+	assert_int_equal(atomic_load(&rings), before);
 	assert_true(sb_loop_idle(&loop));
 }
 
@@ -654,13 +993,24 @@ int main(void)
 		cmocka_unit_test(tasks_are_polled_in_the_order_they_were_queued),
 		cmocka_unit_test(spawn_refuses_a_task_without_poll_or_still_referenced),
 		cmocka_unit_test(wakes_of_a_queued_task_merge_into_one_poll),
-		cmocka_unit_test(a_wake_during_its_poll_queues_it_for_the_next_run_and_rings_once),
-		cmocka_unit_test(a_wake_of_another_task_while_the_loop_runs_rings_only_after_the_batch),
+		cmocka_unit_test(a_wake_during_its_poll_polls_it_again_in_the_same_run_without_a_ring),
+		cmocka_unit_test(
+			a_wake_of_another_task_on_the_loop_thread_runs_it_in_the_same_run_without_a_ring),
 		cmocka_unit_test(a_finished_task_is_not_polled_again_and_a_late_wake_releases_it),
 		cmocka_unit_test(a_wake_that_raced_the_last_poll_drops_its_queue_reference),
 		cmocka_unit_test(release_runs_on_the_loop_thread_when_the_last_clone_goes_elsewhere),
 		cmocka_unit_test(idle_is_false_while_any_clone_is_held),
 		cmocka_unit_test(a_task_without_release_can_be_reused_once_idle),
+		cmocka_unit_test(run_ready_stops_after_its_budget_and_rings_for_the_tasks_left),
+		cmocka_unit_test(run_says_it_drained_the_queue_when_the_work_ends_within_the_budget),
+		cmocka_unit_test(a_budget_of_zero_polls_the_tasks_queued_at_the_call_once_each),
+		cmocka_unit_test(a_wake_from_another_thread_during_the_run_is_run_without_a_ring),
+		cmocka_unit_test(a_spawn_after_close_fails_with_eshutdown_and_leaves_the_task_free),
+		cmocka_unit_test(close_lets_spawned_tasks_finish_and_idle_then_means_closed_and_drained),
+		cmocka_unit_test(spawns_racing_close_either_run_to_release_or_fail),
+		cmocka_unit_test(a_referenced_task_is_released_once_after_it_finished_and_the_last_unref),
+		cmocka_unit_test(the_last_unref_on_another_thread_releases_on_the_loop_thread),
+		cmocka_unit_test(an_unref_inside_a_poll_releases_in_the_same_run_without_a_ring),
 		cmocka_unit_test(a_release_on_another_thread_queues_the_task_and_it_completes_on_the_loop),
 		cmocka_unit_test(wakes_from_many_threads_are_never_lost_and_rings_are_coalesced),
 		cmocka_unit_test(permits_released_on_other_threads_reach_loop_tasks_and_come_back),

@@ -14,18 +14,27 @@
  *     sb_loop_init, e.g. uv_async_send or a write to an eventfd - only when
  *     the queue goes from empty to non-empty while the loop is not running
  *     its ready tasks, so one ring serves every wake until the loop runs.
+ *     A wake while the loop runs its tasks (one task waking another on the
+ *     loop's thread, or any thread's) never rings: sb_loop_run_ready runs
+ *     the woken task in the same call, until the queue is empty or
+ *     SB_LOOP_BUDGET polls are spent.
  *   - one waker (sb_loop_task_waker) built on both: wake queues the task and
  *     rings if needed; clone and drop count references; wake consumes one.
- *   - the shutdown answer: sb_loop_idle() is true once every task has been
- *     released, i.e. every waker clone has been woken or dropped, so nothing
- *     will call ring again and the doorbell may be closed.
+ *   - references of your own (sb_loop_task_ref/unref): a handle that points
+ *     at the task (a socket watcher, a timer) holds one, so the release
+ *     function - the one place that frees the task - runs only once the task
+ *     finished and every handle let go.
+ *   - the shutdown answer: sb_loop_close() makes later spawns fail, and
+ *     sb_loop_idle() is true once every task has been released, i.e. every
+ *     waker clone has been woken or dropped and every reference unref'd, so
+ *     nothing will call ring again and the doorbell may be closed.
  *
  * A loop does, on its own thread:
  *
  *   static void ring(void *ctx) { uv_async_send(ctx); }        any thread
  *   static void on_doorbell(uv_async_t *a)                     loop thread
  *   {
- *           sb_loop_run_ready(&loop);       polls every queued task once
+ *           sb_loop_run_ready(&loop);       polls until no task is ready
  *           if (shutting_down && sb_loop_idle(&loop))
  *                   uv_close((uv_handle_t *)a, NULL);
  *   }
@@ -47,7 +56,12 @@
  * loop drops its references.  A wake means "poll again": the poll may find
  * its future still pending (future.h).  Wakes that arrive while a task is
  * queued are merged: it is polled once.  A wake that arrives while it is
- * being polled queues it again, for the next sb_loop_run_ready.
+ * being polled queues it again, behind the tasks queued before it.
+ *
+ * Shutdown: set your flag, sb_loop_close(), make every task finish (wake
+ * them), and close the doorbell once sb_loop_idle() says so; a connection
+ * that is spawned meanwhile gets -ESHUTDOWN from sb_loop_spawn instead of a
+ * ring into a closed doorbell.
  *
  * Deadlines: arm the loop's own timer and, when it fires, call
  * sb_deadline_expire() and sb_loop_wake() (syncband/deadline.h).
@@ -69,6 +83,14 @@
 extern "C" {
 #endif
 
+/*
+ * sb_loop_run_ready's budget: once it has polled this many tasks it takes no
+ * further batch of newly queued ones and returns, so that the loop gets back
+ * to its own events (I/O, timers) even while tasks keep waking each other.
+ * Tokio's scheduler budget is 128 polls too.
+ */
+#define SB_LOOP_BUDGET 128u
+
 typedef struct sb_loop sb_loop;
 typedef struct sb_loop_task sb_loop_task;
 
@@ -87,10 +109,10 @@ typedef void (*sb_loop_release_fn)(sb_loop_task *t);
 
 /*
  * Rings the loop's doorbell, so that the loop thread calls sb_loop_run_ready
- * soon.  Called from any thread, also from inside a poll function (the loop
- * rings itself when tasks were queued while it ran them); must not wait, and
- * must not call back into the queue.  Rings are rare: one per wake-up of the
- * loop.
+ * soon.  Called from any thread, also from inside sb_loop_run_ready (the loop
+ * rings itself when it spent its budget with tasks still queued); must not
+ * wait, and must not call back into the queue.  Rings are rare: one per
+ * wake-up of the loop.
  */
 typedef void (*sb_loop_ring_fn)(void *ctx);
 
@@ -106,7 +128,7 @@ struct sb_loop_task {
 /* Caller-owned; lives until sb_loop_idle() is true.  Fields are private. */
 struct sb_loop {
 	SB_ATOMIC(sb_loop_task *) inbox; /* tasks pushed since the loop last took them (LIFO) */
-	SB_ATOMIC(size_t) tasks;         /* spawned and not yet released */
+	SB_ATOMIC(size_t) tasks;         /* spawned and not yet released; top bit: closed */
 	SB_ATOMIC(size_t) ringing;       /* last-reference drops between their push and ring */
 	sb_loop_ring_fn ring;
 	void *ring_ctx;
@@ -124,9 +146,11 @@ SB_API void sb_loop_task_init(sb_loop_task *t, sb_loop_poll_fn poll, sb_loop_rel
 
 /*
  * Queues the task's first poll on `l` and rings the doorbell if needed.
- * Returns 0, -EINVAL (no poll function), or -EBUSY (the task is still
- * referenced from an earlier spawn).  Any thread.  Everything the spawner
- * did before happens-before the task's first poll.
+ * Returns 0, -EINVAL (no poll function), -EBUSY (the task is still
+ * referenced from an earlier spawn), or -ESHUTDOWN (sb_loop_close was called:
+ * nothing is queued, nothing rings, and the task may be spawned elsewhere or
+ * freed).  Any thread.  Everything the spawner did before happens-before the
+ * task's first poll.
  */
 SB_API int sb_loop_spawn(sb_loop *l, sb_loop_task *t);
 
@@ -146,22 +170,68 @@ SB_API void sb_loop_wake(sb_loop_task *t);
 SB_API sb_waker sb_loop_task_waker(sb_loop_task *t);
 
 /*
- * Polls every task queued when it is called, once each, in the order they
- * were queued, then releases the finished tasks nobody references any more.
- * Tasks queued meanwhile (woken by these polls, or from other threads) wait
- * for the next call, and the doorbell is rung again for them, so the loop
- * gets back to its own events between batches.  Returns how many tasks it
- * polled.  The loop's thread only; not from inside a poll function.
- * Clear your doorbell (read the eventfd) before calling, not after, or a
- * ring made during the call may be lost.
+ * Runs ready tasks until none is left or the budget is spent: polls every
+ * task queued when it is called, once each, in the order they were queued,
+ * then the tasks queued meanwhile (woken by these polls, or from other
+ * threads, without a ring), batch after batch, and releases the finished
+ * tasks nobody references any more as it finds them.  It takes a further
+ * batch only while it has polled fewer than `budget` tasks (a batch is run
+ * whole, so it may poll a batch more; 0 or 1: the tasks queued at the call,
+ * once each).
+ *
+ * Returns true when it left the ready queue empty: every wake so far has
+ * been served, and the next one rings.  Returns false when it stopped for
+ * the budget with tasks still queued; it has rung the doorbell for them, so
+ * handle your loop's events and run again.  Stores how many tasks it polled
+ * in *polled unless `polled` is NULL.
+ *
+ * The loop's thread only; not from inside a poll function.  Clear your
+ * doorbell (read the eventfd) before calling, not after, or a ring made
+ * during the call may be lost.
+ */
+SB_API bool sb_loop_run(sb_loop *l, size_t budget, size_t *polled);
+
+/*
+ * sb_loop_run(l, SB_LOOP_BUDGET, ...): returns how many tasks it polled.
+ * Whether tasks are left needs no answer here: if they are, it rang.
  */
 SB_API size_t sb_loop_run_ready(sb_loop *l);
 
 /*
+ * Keeps the task alive for a handle of yours: one more reference, which
+ * sb_loop_task_unref drops.  The task's release function runs (on the
+ * loop's thread) only once it finished and every reference is gone, so a
+ * task that several handles point at is freed once, there.  The caller must
+ * hold a reference already: be the task's poll function, hold a waker clone
+ * or reference, or be the spawner on the loop's thread before the loop runs
+ * again.  Returns 0, or -EINVAL when the task has no reference (never
+ * spawned, or released).  Any thread; no ordering (as a waker clone).
+ */
+SB_API int sb_loop_task_ref(sb_loop_task *t);
+
+/*
+ * Drops a reference taken by sb_loop_task_ref.  When it is the last, the
+ * release is queued to the loop's thread (ringing if needed), never run
+ * here.  Any thread.  Release ordering: what the caller did before
+ * happens-before the release function.
+ */
+SB_API void sb_loop_task_unref(sb_loop_task *t);
+
+/*
+ * Closes the loop to spawns: every sb_loop_spawn that does not come before
+ * it returns -ESHUTDOWN.  Tasks already spawned run on (wakes, references and
+ * releases work as before) until they finish; close does not cancel them.
+ * Any thread; idempotent.  Once the close happens-before an sb_loop_idle
+ * (as when the loop's thread closed it), a true answer is final: the loop
+ * is closed and drained, and nothing will ever ring again.
+ */
+SB_API void sb_loop_close(sb_loop *l);
+
+/*
  * True when every spawned task has been released, and with it every waker
- * clone woken or dropped: no wake, drop or spawn made so far will ring the
- * doorbell again, so it may be closed and `l` freed (provided nobody spawns
- * again).  False while a task is unfinished, queued, or referenced by a
+ * clone woken or dropped and every reference unref'd: no wake, drop or
+ * spawn made so far will ring the doorbell again, so it may be closed and
+ * `l` freed (provided nobody spawns again: sb_loop_close sees to that).  False while a task is unfinished, queued, or referenced by a
  * clone somewhere (a late wake still to come, or a release still to run:
  * call sb_loop_run_ready when the doorbell rings, then ask again).  The
  * loop's thread only.  Acquire ordering: every touch of `l` by another

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+
 #include <syncband/loop.h>
 #include <syncband/semaphore.h>
 
@@ -41,16 +43,21 @@ typedef struct mtask {
 
 typedef struct loop_ctx {
 	sb_loop loop;
+	sb_loop loop2;     /* where a respawn goes: run only by check */
 	int rings;         /* the doorbell: rings not yet answered */
 	int answered;
 	_Atomic int posted;
 	mtask t;
 	mtask u;
+	mtask v;
 	sb_semaphore sem;
 	sb_semaphore_acquire acq;
 	int acq_result;
 	bool respawned;
 	bool idle;
+	int spawn_result;
+	unsigned run_rings;                /* rings made during the loop thread's run */
+	int run_polls;                     /* v's polls when that run returned */
 	atomic_int first_run_over;         /* the loop's thread found it idle */
 } loop_ctx;
 
@@ -246,18 +253,21 @@ static void spawn_check(void *p)
 /*
  * No release function: the caller reuses the task once a spawn of it
  * succeeds, which must come after everything its previous life did on the
- * loop's thread (its last poll).
+ * loop's thread (its last poll).  The new life goes to a second loop, which
+ * only check runs, so that reading the old life's polls does not race the
+ * new life's first poll.
  */
 static void respawn_setup(void *p)
 {
 	loop_ctx *c = p;
 	setup_one_waiting_task(c, 1, 1);
+	sb_loop_init(&c->loop2, model_ring, c);
 	c->t.task.release = NULL;
 }
 static void respawn_t2(void *p)
 {
 	loop_ctx *c = p;
-	if (sb_loop_spawn(&c->loop, &c->t.task) != 0)
+	if (sb_loop_spawn(&c->loop2, &c->t.task) != 0)
 		return; /* still alive */
 	c->respawned = true;
 	MODEL_PLAIN_READ(&c->t.polls);
@@ -266,6 +276,8 @@ static void respawn_check(void *p)
 {
 	loop_ctx *c = p;
 	answer_rings(c);
+	sb_loop_run_ready(&c->loop2);
+	MODEL_CHECK(sb_loop_idle(&c->loop2));
 	MODEL_CHECK(c->t.seen == 1);
 	MODEL_CHECK(c->t.polls == 2 + c->respawned); /* setup's, the woken one, the new life's */
 	MODEL_CHECK(sb_loop_idle(&c->loop));
@@ -339,6 +351,171 @@ static void idle_check(void *p)
 	MODEL_CHECK(sb_loop_idle(&c->loop));
 }
 
+/* --- a same-thread wake and a cross-thread wake racing the run's end ---- */
+
+/*
+ * u's poll wakes v on the loop's thread, while another thread posts and
+ * wakes t.  The run must poll v again itself, without a ring for u's wake
+ * (at most one ring: the other thread's, when its push finds the run over),
+ * and the other thread's wake must not be lost however it meets the end of
+ * the run.
+ */
+static int wakes_v_poll(sb_loop_task *lt, const sb_waker *w)
+{
+	(void)w;
+	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
+	m->polls++;
+	sb_loop_wake(&cur->v.task);
+	return 0;
+}
+static int second_poll_finishes(sb_loop_task *lt, const sb_waker *w)
+{
+	(void)w;
+	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
+	return ++m->polls == 2 ? 0 : SB_PENDING;
+}
+static void same_setup(void *p)
+{
+	loop_ctx *c = p;
+	setup_one_waiting_task(c, 1, 1);
+	sb_loop_task_init(&c->v.task, second_poll_finishes, mtask_release);
+	sb_loop_spawn(&c->loop, &c->v.task);
+	answer_rings(c); /* v waits */
+	sb_loop_task_init(&c->u.task, wakes_v_poll, mtask_release);
+	sb_loop_spawn(&c->loop, &c->u.task); /* queued, rung: the run below answers */
+}
+static void same_t0(void *p)
+{
+	loop_ctx *c = p;
+	publish(&c->t);
+	atomic_store(&c->posted, 1);
+	touch(&c->t, 0);
+	sb_waker_wake(c->t.kept[0]);
+}
+static void same_loop_t1(void *p)
+{
+	loop_ctx *c = p;
+	c->answered = c->rings;
+	unsigned before = c->rings;
+	sb_loop_run_ready(&c->loop);
+	c->run_rings = c->rings - before;
+	c->run_polls = c->v.polls;
+}
+static void same_check(void *p)
+{
+	loop_ctx *c = p;
+	MODEL_CHECK(c->u.polls == 1);
+	MODEL_CHECK(c->run_polls == 2); /* u's wake of v: polled in that run */
+	MODEL_CHECK(c->run_rings <= 1); /* and it did not ring */
+	answer_rings(c);
+	MODEL_CHECK(c->t.seen == 1); /* the other thread's wake was not lost */
+	MODEL_CHECK(c->t.released == 1 && c->u.released == 1 && c->v.released == 1);
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+}
+
+/* --- close racing a spawn from another thread ---------------------------- */
+
+/*
+ * The spawn either comes first (its task runs and is released) or fails with
+ * -ESHUTDOWN, leaving the task free to spawn elsewhere.  The loop closes,
+ * runs, and when it finds itself idle closes its doorbell (a plain read):
+ * no ring may follow that.
+ */
+static void close_setup(void *p)
+{
+	loop_ctx *c = p;
+	cur = c;
+	sb_loop_init(&c->loop, model_ring, c);
+	sb_loop_init(&c->loop2, model_ring, c);
+	sb_loop_task_init(&c->u.task, mtask_poll, mtask_release);
+	c->u.finish_at = 1;
+	atomic_store(&c->posted, 1);
+}
+static void close_t0(void *p)
+{
+	loop_ctx *c = p;
+	publish(&c->u);
+	c->spawn_result = sb_loop_spawn(&c->loop, &c->u.task);
+}
+static void close_loop_t1(void *p)
+{
+	loop_ctx *c = p;
+	sb_loop_close(&c->loop);
+	c->answered = c->rings;
+	sb_loop_run_ready(&c->loop);
+	if (sb_loop_idle(&c->loop)) {
+		c->idle = true;
+		MODEL_PLAIN_READ(&c->rings); /* closing the doorbell */
+	}
+}
+static void close_check(void *p)
+{
+	loop_ctx *c = p;
+	answer_rings(c);
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+	if (c->spawn_result == 0) {
+		MODEL_CHECK(c->u.polls == 1 && c->u.released == 1);
+		return;
+	}
+	MODEL_CHECK(c->spawn_result == -ESHUTDOWN);
+	MODEL_CHECK(c->u.polls == 0 && c->u.released == 0);
+	MODEL_CHECK(sb_loop_spawn(&c->loop2, &c->u.task) == 0); /* left free */
+	sb_loop_run_ready(&c->loop2);
+	MODEL_CHECK(c->u.released == 1 && sb_loop_idle(&c->loop2));
+}
+
+/* --- a release function that respawns its task, racing a late drop ------- */
+
+/*
+ * The task finished (drop_setup); a clone's late wake drops the last
+ * reference off the loop's thread.  Its release function (on the loop's
+ * thread) reuses it at once: the respawn must succeed, and the new life is
+ * polled and released in turn, after every touch of the old one.
+ */
+static void respawning_release(sb_loop_task *lt)
+{
+	mtask *m = SB_CONTAINER_OF(lt, mtask, task);
+	mtask_release(lt);
+	if (m->released == 1)
+		MODEL_CHECK(sb_loop_spawn(&cur->loop, lt) == 0);
+}
+static void rerelease_setup(void *p)
+{
+	loop_ctx *c = p;
+	drop_setup(c);
+	c->t.task.release = respawning_release;
+}
+static void rerelease_check(void *p)
+{
+	loop_ctx *c = p;
+	answer_rings(c);
+	MODEL_CHECK(c->t.polls == 3); /* the old life's two, the new life's one */
+	MODEL_CHECK(c->t.released == 2);
+	MODEL_CHECK(sb_loop_idle(&c->loop));
+}
+
+/* --- the last unref elsewhere racing the loop's idle --------------------- */
+
+/*
+ * A handle's reference keeps the finished task; another thread drops it
+ * (sb_loop_task_unref) while the loop runs and asks whether it is idle.
+ */
+static void unref_setup(void *p)
+{
+	loop_ctx *c = p;
+	setup_one_waiting_task(c, 1, 0);
+	MODEL_CHECK(sb_loop_task_ref(&c->t.task) == 0);
+	atomic_store(&c->posted, 1);
+	sb_loop_wake(&c->t.task);
+	answer_rings(c); /* finished; the reference keeps it */
+}
+static void unref_t0(void *p)
+{
+	loop_ctx *c = p;
+	touch(&c->t, 0);
+	sb_loop_task_unref(&c->t.task);
+}
+
 /* --- a semaphore release on another thread, polled through the loop ------ */
 
 static int acq_poll(sb_loop_task *lt, const sb_waker *w)
@@ -397,6 +574,14 @@ static const sb_model_scenario scenarios[] = {
 	  late_setup, { late_t0, loop_twice_t1 }, late_check },
 	{ "loop: idle racing the ring of a last-reference drop", 2, sizeof(loop_ctx),
 	  drop_setup, { drop_t0, idle_t1 }, idle_check },
+	{ "loop: a same-thread wake and a cross-thread wake racing the run's end", 2,
+	  sizeof(loop_ctx), same_setup, { same_t0, same_loop_t1 }, same_check },
+	{ "loop: close racing a spawn from another thread", 2, sizeof(loop_ctx), close_setup,
+	  { close_t0, close_loop_t1 }, close_check },
+	{ "loop: a release function's respawn racing a late drop", 2, sizeof(loop_ctx),
+	  rerelease_setup, { drop_t0, loop_t1 }, rerelease_check },
+	{ "loop: the last unref elsewhere racing the loop's idle", 2, sizeof(loop_ctx),
+	  unref_setup, { unref_t0, idle_t1 }, idle_check },
 };
 
 /* Under sequential consistency when stale_reads < 0, else the weak model. */

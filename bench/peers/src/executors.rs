@@ -248,6 +248,41 @@ pub mod tokio_ct {
         p.rounds
     }
 
+    /// `loop/ping-pong-same-thread`: two tasks hand one item back and forth
+    /// through a `Notify` each way (`notify_one` stores a permit when nobody
+    /// waits: an auto-reset event). A notifies `ab` and waits on `ba`; B
+    /// waits on `ab` and notifies `ba`. One round = one round trip.
+    pub fn ping_pong_same_thread(p: &Params, m: &mut Meter) -> u64 {
+        let rt = runtime();
+        let ab: &'static Notify = leak(Notify::new());
+        let ba: &'static Notify = leak(Notify::new());
+        let rounds = p.rounds;
+        let trips = m.time(|| {
+            rt.block_on(async {
+                let a = tokio::spawn(async move {
+                    let mut trips = 0u64;
+                    for _ in 0..rounds {
+                        ab.notify_one();
+                        ba.notified().await;
+                        trips += 1;
+                    }
+                    trips
+                });
+                let b = tokio::spawn(async move {
+                    for _ in 0..rounds {
+                        ab.notified().await;
+                        ba.notify_one();
+                    }
+                });
+                let trips = a.await.expect("task A");
+                b.await.expect("task B");
+                trips
+            })
+        });
+        assert_eq!(trips, rounds, "wrong result: every round trip ran");
+        p.rounds
+    }
+
     /// N long-lived waiter tasks on one `Notify`; each round waits until all
     /// N are registered (`enable`d), then `notify_waiters` releases them all.
     pub fn notify_fan_out<const N: usize>(p: &Params, m: &mut Meter) -> u64 {

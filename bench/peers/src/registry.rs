@@ -421,6 +421,12 @@ pub fn rows() -> Vec<Row> {
             10,
             async_exec::spawn_recursively,
         ),
+        run(
+            "loop/ping-pong-same-thread",
+            TOKIO_CT,
+            1_000_000,
+            tokio_ct::ping_pong_same_thread,
+        ),
         run("executor/yield-now", TOKIO_CT, 40, tokio_ct::yield_now_row),
         run(
             "executor/yield-now",

@@ -27,11 +27,12 @@
  * acquire): whatever the waker's caller did happens-before that poll.
  *
  * The inbox is a LIFO stack: pushes CAS a task on top, the loop takes the
- * whole stack with one exchange and reverses it.  While the loop runs a
- * batch the inbox's "empty" is AWAKE rather than NULL: a push onto AWAKE
- * does not ring, and at the end of the batch the loop swaps AWAKE back to
- * NULL, or rings itself when tasks arrived meanwhile.  So a push rings
- * exactly when it makes the inbox non-empty and nobody is going to look.
+ * whole stack with one exchange and reverses it.  While the loop runs its
+ * tasks the inbox's "empty" is AWAKE rather than NULL: a push onto AWAKE
+ * does not ring, and at the end of the run the loop swaps AWAKE back to
+ * NULL, or rings itself when it stopped for its budget with tasks queued.
+ * So a push rings exactly when it makes the inbox non-empty and nobody is
+ * going to look.
  * Only the loop takes from the inbox (single consumer), so there is no ABA:
  * a task cannot leave and come back between a pusher's load and its CAS.
  *
@@ -67,7 +68,7 @@
 /* sb_loop.tasks: the count of spawned, unreleased tasks, and this bit. */
 #define LOOP_CLOSED ((size_t)1 << (sizeof(size_t) * CHAR_BIT - 1))
 
-/* The inbox's "empty, and the loop is running a batch". */
+/* The inbox's "empty, and the loop is running its tasks". */
 static sb_loop_task loop_awake;
 #define AWAKE (&loop_awake)
 

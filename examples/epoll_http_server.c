@@ -210,11 +210,17 @@ static void accept_all(int lfd)
 		c->fd = fd;
 		atomic_init(&c->work_done, false);
 		sb_loop_task_init(&c->task, conn_poll, conn_release);
+		/* Spawned first: it runs at the next sb_loop_run_ready, on this
+		 * thread, after the epoll registration below. */
+		if (sb_loop_spawn(&loop, &c->task) != 0) {
+			close(fd); /* -ESHUTDOWN: quitting, the loop takes no more */
+			free(c);
+			continue;
+		}
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 					  .data.ptr = c };
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 			abort();
-		sb_loop_spawn(&loop, &c->task);
 	}
 }
 
@@ -282,7 +288,10 @@ int main(int argc, char **argv)
 		/* Last: a poll may finish a connection whose event was in this batch. */
 		sb_loop_run_ready(&loop);
 		if (quitting && lfd >= 0) {
-			close(lfd); /* no new connections; the open ones finish */
+			/* No new connections; the open ones finish.  Once closed, an
+			 * idle loop is closed and drained: nothing rings any more. */
+			sb_loop_close(&loop);
+			close(lfd);
 			lfd = -1;
 		}
 	}

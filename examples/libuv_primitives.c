@@ -77,6 +77,7 @@ int main(void)
 	sb_loop_init(&loop, ring, &doorbell);
 	if (tour_start(&loop) != 0)
 		return 1;
+	sb_loop_close(&loop); /* every task is spawned: idle then means drained */
 	uv_run(uv_default_loop(), UV_RUN_DEFAULT); /* until the doorbell is closed */
 	int rc = tour_finish();
 	return uv_loop_close(uv_default_loop()) == 0 ? rc : 1;

@@ -3,9 +3,10 @@
  * The torture suite (issue 38, in the manner of Linux's locktorture): what
  * the driver (torture.c) and the primitives' files (torture_*.c) share.
  *
- * Every primitive is run by more contenders than cores: TORTURE_THREADS plain
- * threads, which use the blocking waits with random timeouts (0, short,
- * longer, infinite) and futures they drive themselves (some under an
+ * Every primitive is run by more contenders than cores: twice as many plain
+ * threads as cores (TORTURE_THREADS at least, TORTURE_MAX_THREADS at most),
+ * which use the blocking waits with random timeouts (0, short, longer,
+ * infinite) and futures they drive themselves (some under an
  * sb_deadline they expire by hand), and TORTURE_TASKS floating tasks of an
  * executor group, whose futures are sometimes under an sb_timeout.  A random
  * share of the futures is cancelled at a random moment: before the first
@@ -35,9 +36,10 @@
 
 enum {
 	TORTURE_THREADS = 8,
+	TORTURE_MAX_THREADS = 64,
 	TORTURE_TASKS = 6,
 	TORTURE_GROUP_THREADS = 2,
-	TORTURE_MAX = TORTURE_THREADS + TORTURE_TASKS,
+	TORTURE_MAX = TORTURE_MAX_THREADS + TORTURE_TASKS,
 	TORTURE_MAX_BATCH = 4,
 };
 
@@ -139,7 +141,15 @@ typedef struct torture_prim {
 	void (*teardown)(void);
 	/* Extra words for the statistics line (may be NULL). */
 	void (*describe)(char *buf, size_t size);
+	/* The starvation ratio (see torture.c) a run of TORTURE_FAIR_SECONDS
+	 * or more must reach, in thousandths; 0 where it is printed only. */
+	int fair_permille;
 } torture_prim;
+
+/* The shortest run whose starvation ratio is held to the primitive's target:
+ * shorter runs (the ctest one) print it, as on a loaded machine a few
+ * seconds are too few for the shares to even out. */
+enum { TORTURE_FAIR_SECONDS = 30 };
 
 extern const torture_prim torture_semaphore, torture_mutex, torture_mutex_fifo,
 	torture_condvar, torture_event, torture_auto_event, torture_rwlock, torture_barrier,

@@ -134,7 +134,7 @@ static void ev_describe(char *buf, size_t size)
 
 const torture_prim torture_event = {
 	"event", ev_setup, ev_blocking, ev_begin, ev_done, no_release,
-	ev_tick, ev_stop_tick, ev_teardown, ev_describe,
+	ev_tick, ev_stop_tick, ev_teardown, ev_describe, 0,
 };
 
 /* ------------------------------------------------------------- auto-event */
@@ -222,7 +222,7 @@ static void aev_teardown(void)
 
 const torture_prim torture_auto_event = {
 	"auto-event", aev_setup, aev_blocking, aev_begin, aev_done, aev_release,
-	nothing, nothing, aev_teardown, NULL,
+	nothing, nothing, aev_teardown, NULL, 950,
 };
 
 /* ---------------------------------------------------------------- barrier */
@@ -355,7 +355,7 @@ static void bar_describe(char *buf, size_t size)
 
 const torture_prim torture_barrier = {
 	"barrier", bar_setup, bar_blocking, bar_begin, bar_done, no_release,
-	bar_tick, bar_stop_tick, bar_teardown, bar_describe,
+	bar_tick, bar_stop_tick, bar_teardown, bar_describe, 0,
 };
 
 /* ------------------------------------------------------------------ latch */
@@ -550,7 +550,7 @@ static void latch_describe(char *buf, size_t size)
 
 const torture_prim torture_latch = {
 	"latch", latch_setup, latch_blocking, latch_begin, latch_done, no_release,
-	latch_tick, latch_stop_tick, latch_teardown, latch_describe,
+	latch_tick, latch_stop_tick, latch_teardown, latch_describe, 0,
 };
 
 /* ------------------------------------------------------------------- once */
@@ -841,5 +841,5 @@ static void once_describe(char *buf, size_t size)
 
 const torture_prim torture_once = {
 	"once", once_setup, once_blocking, once_begin, once_done, once_release,
-	once_tick, nothing, once_teardown, once_describe,
+	once_tick, nothing, once_teardown, once_describe, 0,
 };

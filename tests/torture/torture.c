@@ -206,7 +206,7 @@ void torture_crit(torture_contender *c)
 	sched_yield();
 }
 
-uint64_t torture_pick_timeout(unsigned *seed)
+uint64_t torture_pick_timeout(uint64_t *seed)
 {
 	static const uint64_t ns[] = {
 		0, 10 * SB_NSEC_PER_USEC, 200 * SB_NSEC_PER_USEC, 2 * SB_NSEC_PER_MSEC,
@@ -217,7 +217,7 @@ uint64_t torture_pick_timeout(unsigned *seed)
 }
 
 /* A deadline for a future: 0, 20 us, 500 us or 5 ms. */
-static uint64_t pick_deadline(unsigned *seed)
+static uint64_t pick_deadline(uint64_t *seed)
 {
 	static const uint64_t ns[] = { 0, 20 * SB_NSEC_PER_USEC, 500 * SB_NSEC_PER_USEC,
 				       5 * SB_NSEC_PER_MSEC };
@@ -252,7 +252,7 @@ enum plan {
 	PLAN_CANCEL_LATER,  /* a few wakes (task) or up to 200 us (thread) later */
 };
 
-static int pick_plan(unsigned *seed)
+static int pick_plan(uint64_t *seed)
 {
 	unsigned r = torture_rand(seed) % 16;
 	return r < 9 ? PLAN_NONE : r < 10 ? PLAN_CANCEL_IDLE : r < 12 ? PLAN_CANCEL_QUEUED
@@ -754,7 +754,7 @@ static void run_prim(const torture_prim *p, int index, unsigned seconds)
 		torture_contender *c = &torture_contenders[i];
 		c->id = i;
 		c->is_task = i >= nthreads;
-		c->seed = run_seed * 2654435761u + (unsigned)(index * 977 + i * 131 + 1);
+		c->seed = (uint64_t)run_seed << 32 | (uint64_t)index << 16 | (uint64_t)i;
 		for (int j = 0; j < TORTURE_MAX; j++)
 			c->last_seq[j] = -1;
 	}

@@ -71,7 +71,7 @@ typedef union torture_future {
 typedef struct torture_contender {
 	int id;
 	bool is_task;
-	unsigned seed;
+	uint64_t seed;
 	/* statistics (read by the controller while it runs) */
 	atomic_long ops, cancels, timeouts;
 	atomic_ullong last_done_ns, max_gap_ns;
@@ -163,11 +163,18 @@ extern atomic_bool torture_stopping;
 /* Completed operations of the primitive, all contenders. */
 extern atomic_long torture_total_ops;
 
-/* Reproducible pseudo-random choices. */
-static inline unsigned torture_rand(unsigned *seed)
+/*
+ * Reproducible pseudo-random choices (splitmix64): every bit of a value is
+ * well mixed, so that no contender's choices settle into a short cycle of
+ * their own, as a 32-bit LCG's low bits allow (`% 2` read one that repeats
+ * every 2^17 draws), which would set its share of the operations apart.
+ */
+static inline unsigned torture_rand(uint64_t *state)
 {
-	*seed = *seed * 1103515245u + 12345u;
-	return *seed >> 16;
+	uint64_t z = *state += 0x9e3779b97f4a7c15u;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return (unsigned)((z ^ (z >> 31)) >> 32);
 }
 
 static inline bool torture_stop_requested(void)
@@ -181,7 +188,7 @@ void torture_timeout(torture_contender *c);
 /* A critical section: nothing, a short spin or (threads) a yield. */
 void torture_crit(torture_contender *c);
 /* A blocking timeout: 0, 10 us, 200 us, 2 ms, 20 ms or infinite. */
-uint64_t torture_pick_timeout(unsigned *seed);
+uint64_t torture_pick_timeout(uint64_t *seed);
 /* Sleeps the controller for `us` microseconds. */
 void torture_sleep_us(unsigned us);
 

@@ -9,7 +9,8 @@
  * end), latch (a fresh latch each round: a released wait saw every
  * count_down of its round, count_down past the count is refused), once (a
  * fresh once each round: one runner at a time, failures retried, the
- * initialiser's value seen by everyone told it is done).
+ * initialiser's value seen by everyone told it is done, a report by a caller
+ * that holds nothing refused while nobody holds the job).
  */
 #include <errno.h>
 #include <sched.h>
@@ -369,7 +370,7 @@ static struct {
 } latches[TORTURE_SLOTS];
 static torture_slots latch_slots;
 static atomic_long latch_rounds, latch_released, latch_adds;
-static unsigned latch_seed;
+static uint64_t latch_seed;
 
 static void latch_round(int i)
 {

@@ -701,7 +701,7 @@ static void once_run_end(torture_contender *c, bool with_future)
 			VIOLATION(c, "complete: %d", e);
 	}
 	once_gate_leave();
-	if (failed && torture_rand(&c->seed) % 2)
+	if (failed)
 		once_stray_report(c);
 	torture_op(c);
 }

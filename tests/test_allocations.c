@@ -401,6 +401,77 @@ static void every_channel_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+static void every_broadcast_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* subscribe, fan-out to more waiting receives than a wake batch, a
+	 * lag, back-pressured senders let in by a read and an unsubscribe,
+	 * cancels, close, blocking timeouts */
+	enum { N = 40 };
+	long slots[2], item = 1, out[N];
+	sb_broadcast bc;
+	assert_int_equal(sb_broadcast_init(&bc, slots, sizeof(long), 2, SB_BROADCAST_LAGGING), 0);
+	sb_broadcast_receiver rx[N];
+	sb_broadcast_recv r[N];
+	for (int i = 0; i < N; i++) {
+		rx[i] = (sb_broadcast_receiver)SB_BROADCAST_RECEIVER_INIT;
+		assert_int_equal(sb_broadcast_subscribe(&bc, &rx[i]), 0);
+		sb_broadcast_recv_init(&r[i], &rx[i], &out[i]);
+		assert_int_equal(sb_broadcast_recv_poll(&r[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_broadcast_try_send(&bc, &item), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_broadcast_recv_poll(&r[i], &w), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sb_broadcast_try_send(&bc, &item), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[0], &out[0]), -EOVERFLOW);
+	assert_int_equal(sb_broadcast_recv_blocking(&rx[0], &out[0], 0), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_broadcast_unsubscribe(&rx[i]), 0);
+	sb_broadcast_close(&bc);
+	assert_int_equal(sb_broadcast_destroy(&bc), 0);
+
+	assert_int_equal(sb_broadcast_init(&bc, slots, sizeof(long), 1, SB_BROADCAST_BACKPRESSURE),
+			 0);
+	assert_int_equal(sb_broadcast_subscribe(&bc, &rx[0]), 0);
+	assert_int_equal(sb_broadcast_subscribe(&bc, &rx[1]), 0);
+	assert_int_equal(sb_broadcast_send_blocking(&bc, &item, 0), 0);
+	assert_int_equal(sb_broadcast_send_blocking(&bc, &item, 1000), -ETIMEDOUT);
+	sb_broadcast_send s[3];
+	for (int i = 0; i < 3; i++) {
+		sb_broadcast_send_init(&s[i], &bc, &item);
+		assert_int_equal(sb_broadcast_send_poll(&s[i], i ? &wd : &w), SB_PENDING);
+	}
+	assert_int_equal(sb_broadcast_try_recv(&rx[0], &out[0]), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[1], &out[0]), 0); /* lets s[0] in */
+	assert_int_equal(sb_broadcast_send_poll(&s[0], &w), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[1], &out[0]), 0);
+	assert_int_equal(sb_broadcast_unsubscribe(&rx[0]), 0); /* lets s[1] in */
+	assert_int_equal(sb_broadcast_send_cancel(&s[1]), 0);
+	assert_int_equal(sb_broadcast_send_cancel(&s[2]), -ECANCELED);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), 0);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), SB_PENDING);
+	assert_int_equal(sb_broadcast_recv_cancel(&r[0]), -ECANCELED);
+	assert_int_equal(sb_broadcast_recv_blocking(&rx[1], &out[0], 1000), -ETIMEDOUT);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), SB_PENDING);
+	sb_broadcast_close(&bc);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), -EPIPE);
+	assert_int_equal(sb_broadcast_unsubscribe(&rx[1]), 0);
+	assert_int_equal(sb_broadcast_destroy(&bc), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 typedef struct blocked {
 	sb_semaphore sem;
 	atomic_int done;
@@ -448,6 +519,7 @@ int main(void)
 		cmocka_unit_test(every_rwlock_path_allocates_nothing),
 		cmocka_unit_test(every_latch_path_allocates_nothing),
 		cmocka_unit_test(every_channel_path_allocates_nothing),
+		cmocka_unit_test(every_broadcast_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

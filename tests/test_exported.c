@@ -57,6 +57,7 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_rwlock_lock_poll_slow",
 		"sb_latch_count_down", "sb_latch_try_wait", "sb_latch_wait_init",
 		"sb_latch_wait_poll", "sb_latch_count_down_slow", "sb_latch_wait_poll_slow",
+		"sb_broadcast_send_init", "sb_broadcast_recv_init",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));

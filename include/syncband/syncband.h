@@ -15,6 +15,7 @@
 #include <syncband/rwlock.h>
 #include <syncband/latch.h>
 #include <syncband/channel.h>
+#include <syncband/broadcast.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

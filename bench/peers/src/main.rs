@@ -23,6 +23,7 @@
 //! (that batch's time is not reported: the clock reads slow it down).
 
 mod alloc_count;
+mod broadcast;
 mod channels;
 mod contention;
 mod executors;

@@ -1,6 +1,7 @@
 //! Every (scenario, implementation) pair the harness knows, with its default
 //! rounds per batch, and the honest reason where a peer cannot express one.
 
+use crate::broadcast as bc;
 use crate::channels as ch;
 use crate::contention::{smol_mt, tokio_mt};
 use crate::executors::{async_exec, tokio_ct};
@@ -511,5 +512,10 @@ pub fn rows() -> Vec<Row> {
         ),
     ];
     rows.extend(channel_rows());
+    rows.extend([
+        run("broadcast/fan-out-16", TOKIO, 1_000_000, bc::fan_out_16_tokio),
+        run("broadcast/lagging-receiver", TOKIO, 1_000_000, bc::lagging_receiver_tokio),
+        run("broadcast/fan-out-16-threads", TOKIO, 1_000_000, bc::fan_out_16_threads_tokio),
+    ]);
     rows
 }

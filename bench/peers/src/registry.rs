@@ -32,10 +32,13 @@ impl Row {
         self.scenario.ends_with(THREADS_PLACEHOLDER)
     }
 
-    /// Whether `--waits` applies: the contention rows and the channel rows
-    /// with several producers or receivers (every receive timed).
+    /// Whether `--waits` applies: the contention rows, the channel rows
+    /// with several producers or receivers (every receive timed) and
+    /// `watch/read-while-sending` (every send timed).
     pub fn times_waits(&self) -> bool {
-        self.has_threads() || CHANNEL_WAITS.contains(&self.scenario) || self.scenario == WATCH_WAITS
+        self.has_threads()
+            || CHANNEL_WAITS.contains(&self.scenario)
+            || self.scenario == WATCH_WAITS
     }
 
     /// The scenario name with the thread count filled in.
@@ -130,9 +133,19 @@ pub const WATCH_WAITS: &str = "watch/read-while-sending";
 /// The watch rows (src/watch.rs): `tokio::sync::watch`.
 fn watch_rows() -> Vec<Row> {
     vec![
-        run("watch/update-16-receivers", TOKIO, 200_000, wt::update_16_receivers),
+        run(
+            "watch/update-16-receivers",
+            TOKIO,
+            200_000,
+            wt::update_16_receivers,
+        ),
         run("watch/read-latest", TOKIO, 10_000_000, wt::read_latest),
-        run("watch/read-while-sending", TOKIO, 1_000_000, wt::read_while_sending),
+        run(
+            "watch/read-while-sending",
+            TOKIO,
+            1_000_000,
+            wt::read_while_sending,
+        ),
     ]
 }
 

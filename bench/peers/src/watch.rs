@@ -89,7 +89,10 @@ pub fn read_while_sending(p: &Params, m: &mut Meter) -> u64 {
                 for w in &v[1..] {
                     assert!(*w == v[0], "wrong result at step `an untorn value`");
                 }
-                assert!(v[0] >= last, "wrong result at step `never older than the last read`");
+                assert!(
+                    v[0] >= last,
+                    "wrong result at step `never older than the last read`"
+                );
                 last = v[0];
                 reads += 1;
             }

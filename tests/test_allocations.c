@@ -343,6 +343,61 @@ static void every_latch_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+/* send_if's callback: changes the first long, tells receivers if *arg. */
+static bool watch_touch(void *value, void *arg)
+{
+	((long *)value)[0]++;
+	return *(bool *)arg;
+}
+
+static void every_watch_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* sends inline and to waiters past one wake batch, send_if both ways,
+	 * reads, re-polls with a new waker, cancels, blocking timeouts, close */
+	long storage[4] = { 0 }, value[4] = { 1, 2, 3, 4 }, out[4];
+	sb_watch wt;
+	sb_watch_receiver rx;
+	assert_int_equal(sb_watch_init(&wt, storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&wt, &rx), 0);
+	assert_int_equal(sb_watch_send(&wt, value), 0);
+	assert_int_equal(sb_watch_read(&rx, out), 0);
+	assert_int_equal(sb_watch_changed_blocking(&rx, 1000), -ETIMEDOUT);
+	enum { N = 40 };
+	sb_watch_changed f[N];
+	for (int i = 0; i < N; i++) {
+		sb_watch_changed_init(&f[i], &rx);
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_watch_changed_poll(&f[1], &wd), SB_PENDING);
+	sb_watch_changed_cancel(&f[0]);
+	assert_int_equal(sb_watch_send_if(&wt, watch_touch, &(bool){ false }), 0);
+	assert_int_equal(sb_watch_send_if(&wt, watch_touch, &(bool){ true }), 1);
+	for (int i = 1; i < N; i++)
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), 0);
+	assert_int_equal(sb_watch_changed_blocking(&rx, 0), 0);
+	assert_int_equal(sb_watch_read(&rx, out), 0);
+	for (int i = 0; i < N; i++) {
+		sb_watch_changed_init(&f[i], &rx);
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), SB_PENDING);
+	}
+	sb_watch_close(&wt);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), -EPIPE);
+	assert_int_equal(sb_watch_send(&wt, value), -EPIPE);
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(sb_watch_destroy(&wt), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 static void every_channel_path_allocates_nothing(void **state)
 {
 	(void)state;
@@ -520,6 +575,7 @@ int main(void)
 		cmocka_unit_test(every_latch_path_allocates_nothing),
 		cmocka_unit_test(every_channel_path_allocates_nothing),
 		cmocka_unit_test(every_broadcast_path_allocates_nothing),
+		cmocka_unit_test(every_watch_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <syncband/latch.h>
 #include <syncband/channel.h>
 #include <syncband/broadcast.h>
+#include <syncband/watch.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

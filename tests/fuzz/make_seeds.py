@@ -515,6 +515,31 @@ def broadcast_seeds():
             ("BAD", 0x84), ("BAD", 0x85), ("BAD", 0x86), ("BAD", 0x87), ("BAD", 0x88),
             ("BAD", 0x89), ("BLOCKING", 0), ("BLOCKING", 1), ("TRY_SEND",), ("BLOCKING", 1),
             ("UNSUBSCRIBE", 0), ("DESTROY", 0x13)]),
+def watch_seeds():
+    # Slot s watches receiver s % 3; receivers 0 and 1 start subscribed.
+    return {
+        # A waiting future is woken by a send; the receiver reads the value
+        # (marking it seen) and waits again; close ends that wait.
+        "send-read-close": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("SEND", 5), ("POLL", 0, OWN_A),
+            ("READ", 0), ("INIT", 0), ("POLL", 0, OWN_B), ("TRY", 0), ("CLOSE",),
+            ("POLL", 0, OWN_A), ("TRY", 0x80), ("SEND", 6), ("READ", 1)]),
+        # send_if that keeps quiet, then one that tells; a new waker meanwhile.
+        "send-if": ([1], [
+            ("INIT", 1), ("POLL", 1, OWN_A), ("SEND_IF", 4), ("POLL", 1, SHARED1_B),
+            ("SEND_IF", 5), ("POLL", 1, OWN_A), ("READ", 1), ("TRY", 1)]),
+        # unsubscribe while a future waits, and after; a receiver never
+        # subscribed; destroy while subscribed.
+        "unsubscribe-busy": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("SUBSCRIBE", 0), ("SEND", 1),
+            ("SUBSCRIBE", 0), ("POLL", 0, OWN_A), ("SUBSCRIBE", 0), ("READ", 0),
+            ("SUBSCRIBE", 0x82), ("INIT", 2), ("POLL", 2, OWN_A), ("DESTROY", 0),
+            ("SUBSCRIBE", 1), ("DESTROY", 3)]),
+        # more waiters than a wake batch, released by one send, then by close.
+        "crowd": ([0], [
+            ("CROWD", 33, SHARED1_A), ("SEND", 2), ("POLL_ALL", OWN_B), ("READ", 0),
+            ("READ", 1), ("CROWD", 20, OWN_A), ("CANCEL_CROWD", 2), ("CROWD", 30, OWN_B),
+            ("CLOSE",), ("POLL_ALL", OWN_A)]),
     }
 
 
@@ -531,6 +556,7 @@ def main():
         "latch": latch_seeds(),
         "channel": channel_seeds(),
         "broadcast": broadcast_seeds(),
+        "watch": watch_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

@@ -32,6 +32,7 @@ mod one_slot;
 mod primitives;
 mod registry;
 mod rwlock_barrier_once;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -111,7 +111,7 @@ void a_free_mutex_and_a_set_event_are_taken_in_await_ready(void **)
 	assert_false(sb::wait(ae).await_ready()); // the signal was taken
 }
 
-sb::task take_two(sb_semaphore &s, int &steps)
+sb::task<> take_two(sb_semaphore &s, int &steps)
 {
 	sb::permit p = co_await sb::acquire(s, 1);
 	steps++;
@@ -139,7 +139,7 @@ struct acquire_record {
 	std::thread::id resumed_on;
 };
 
-sb::task acquire_one(sb_semaphore &s, acquire_record &r)
+sb::task<> acquire_one(sb_semaphore &s, acquire_record &r)
 {
 	sb::permit p = co_await sb::acquire(s, 1);
 	r.resumed = static_cast<bool>(p);
@@ -173,7 +173,7 @@ struct cv_state {
 	int wait_result = 1;
 };
 
-sb::task wait_ready(cv_state &s)
+sb::task<> wait_ready(cv_state &s)
 {
 	sb::mutex_guard g = co_await sb::lock(s.m);
 	while (!s.ready) {
@@ -208,7 +208,7 @@ void a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex(void *
 	assert_true(l.idle());
 }
 
-sb::task wait_event(sb_event &e, sb_auto_event &ae, int &phase)
+sb::task<> wait_event(sb_event &e, sb_auto_event &ae, int &phase)
 {
 	co_await sb::wait(e);
 	phase = 1;
@@ -235,7 +235,7 @@ void event_waits_resume_after_sets_from_another_thread(void **)
 	assert_int_equal(sb_auto_event_try_wait(&ae), -EAGAIN); // the task took it
 }
 
-sb::task wait_latch(sb_latch &l, int &resumed)
+sb::task<> wait_latch(sb_latch &l, int &resumed)
 {
 	co_await sb::wait(l);
 	resumed++;
@@ -265,7 +265,7 @@ void a_latch_wait_resumes_once_counters_on_other_threads_reach_zero(void **)
 }
 
 // Runs the initialiser when told to: `succeed` says whether it works.
-sb::task run_once(sb_once &o, int &payload, bool succeed, int &ran, int &saw)
+sb::task<> run_once(sb_once &o, int &payload, bool succeed, int &ran, int &saw)
 {
 	sb::once_job job = co_await sb::call_once(o);
 	if (job) {
@@ -303,7 +303,7 @@ void a_once_runs_its_initialiser_in_one_coroutine_and_passes_the_job_on_when_it_
 	assert_int_equal(sb_once_destroy(&o), 0);
 }
 
-sb::task meet(sb_barrier &b, int &result, int &resumed)
+sb::task<> meet(sb_barrier &b, int &result, int &resumed)
 {
 	result = co_await sb::arrive_and_wait(b);
 	resumed++;
@@ -389,7 +389,7 @@ void destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued(
 	assert_int_equal(sb_mutex_destroy(&s.m), 0);
 }
 
-sb::task lock_and_hold(sb_mutex &m, sb_event &release, int &held)
+sb::task<> lock_and_hold(sb_mutex &m, sb_event &release, int &held)
 {
 	sb::mutex_guard g = co_await sb::lock(m);
 	held++;
@@ -413,7 +413,7 @@ void destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on(void **)
 	drain(l);
 }
 
-sb::task write_then_read(sb_rwlock &rw, int &steps)
+sb::task<> write_then_read(sb_rwlock &rw, int &steps)
 {
 	sb::rwlock_guard w = co_await sb::write_lock(rw);
 	steps++;
@@ -456,7 +456,7 @@ void an_acquire_of_a_closed_semaphore_gives_an_empty_permit(void **)
 	sb::loop l(count_ring, nullptr);
 	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
 	sb::permit got;
-	auto t = [](sb_semaphore &s, sb::permit &out) -> sb::task {
+	auto t = [](sb_semaphore &s, sb::permit &out) -> sb::task<> {
 		out = co_await sb::acquire(s, 1);
 	};
 	l.spawn(t(sem, got));
@@ -513,7 +513,7 @@ struct section {
 	int entries = 0;
 };
 
-sb::task enter_often(section &s, int rounds)
+sb::task<> enter_often(section &s, int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
 		sb::mutex_guard g = co_await sb::lock(s.m);
@@ -545,7 +545,7 @@ struct pool {
 	std::atomic<int> done{ 0 };
 };
 
-sb::task use_slot(pool &p, sb_auto_event &work_done)
+sb::task<> use_slot(pool &p, sb_auto_event &work_done)
 {
 	for (int i = 0; i < 100; i++) {
 		sb::permit slot = co_await sb::acquire(p.slots, 1);
@@ -594,7 +594,7 @@ struct deadline_state {
 	int result = 1;
 };
 
-sb::task acquire_with_deadline(deadline_state &s)
+sb::task<> acquire_with_deadline(deadline_state &s)
 {
 	sb_semaphore_acquire_init(&s.acq, &s.sem, 1);
 	sb_deadline_init(&s.deadline, &s.acq, &sb_semaphore_acquire_ops);
@@ -619,7 +619,7 @@ void a_deadline_expired_by_the_loop_completes_the_await_with_etimedout(void **)
 	drain(l);
 }
 
-sb::task keep_waker(sb::waker &out)
+sb::task<> keep_waker(sb::waker &out)
 {
 	out = co_await sb::current_waker();
 }
@@ -642,7 +642,7 @@ void a_wake_after_the_task_finished_is_harmless(void **)
 
 // ------------------------------------------------------------ channel
 
-sb::task produce(sb::channel<int> &ch, int n, int &refused)
+sb::task<> produce(sb::channel<int> &ch, int n, int &refused)
 {
 	for (int i = 0; i < n; i++)
 		co_await ch.send(i);
@@ -650,7 +650,7 @@ sb::task produce(sb::channel<int> &ch, int n, int &refused)
 	refused = co_await ch.send(n); // closed: -EPIPE, not sent
 }
 
-sb::task consume(sb::channel<int> &ch, std::vector<int> &got, bool &ended)
+sb::task<> consume(sb::channel<int> &ch, std::vector<int> &got, bool &ended)
 {
 	for (;;) {
 		std::optional<int> v = co_await ch.recv();
@@ -696,7 +696,7 @@ void a_rendezvous_channel_hands_each_item_from_task_to_task(void **)
 	pass_items_through(nullptr, 0);
 }
 
-sb::task receive_one(sb::channel<int> &ch, bool &resumed)
+sb::task<> receive_one(sb::channel<int> &ch, bool &resumed)
 {
 	std::optional<int> v = co_await ch.recv();
 	(void)v;

@@ -25,8 +25,10 @@
 //
 // Tasks: sb::task<T> (T = void by default) is a lazy coroutine: it starts
 // when it is co_awaited, runs on the awaiting coroutine's loop thread, and
-// resumes its awaiter when it finishes (symmetric transfer: no stack growth),
-// which gets its co_return value or has its exception rethrown.  A
+// hands its co_return value (or rethrows its exception) to its awaiter when
+// it finishes: at once, on the same stack, when it never suspended, or by
+// symmetric transfer from the loop when it did; the stack does not grow
+// either way.  A
 // top-level sb::task<> is spawned on an sb::loop, which polls it one step at
 // a time on the loop's thread; an exception that leaves a spawned task calls
 // std::terminate.  Its wake target (syncband/loop.h) is allocated (at spawn)
@@ -95,7 +97,7 @@
 
 #if !defined(__cplusplus) || __cplusplus < 202002L || !defined(__cpp_impl_coroutine)
 #error "syncband.hpp needs C++20 coroutines: compile with -std=c++20 or later (CMake: link syncband::cxx); from C or older C++ use syncband/syncband.h"
-#endif
+#else
 
 #include <array>
 #include <atomic>
@@ -299,11 +301,20 @@ public:
 	public:
 		explicit awaiter(std::coroutine_handle<promise_type> h) noexcept : h_(h) {}
 		bool await_ready() noexcept { return false; }
+		// Runs the task until it suspends or finishes.  Finished: the
+		// parent goes on without suspending, on this stack (gcc makes
+		// symmetric transfer a tail call only when optimising, so a loop
+		// of such awaits would otherwise grow the stack).  Suspended: its
+		// end resumes the parent by symmetric transfer.
 		template <class Promise>
-		std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> parent) noexcept
+		bool await_suspend(std::coroutine_handle<Promise> parent) noexcept
 		{
+			h_.promise().bind(parent.promise().syncband_state(), nullptr);
+			h_.resume();
+			if (h_.done())
+				return false;
 			h_.promise().bind(parent.promise().syncband_state(), parent);
-			return h_;
+			return true;
 		}
 		T await_resume()
 		{
@@ -1924,4 +1935,5 @@ detail::awaited_t<A> sync_wait(A &&a)
 
 } // namespace sb
 
+#endif // C++20
 #endif // SYNCBAND_SYNCBAND_HPP

@@ -41,8 +41,9 @@
 // an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
 // sb::call_once on a once, ch.send / ch.recv on an sb::channel, sb::poll
 // on any syncband future):
-//   - await_ready tries the uncontended path (try_acquire, try_lock,
-//     try_wait), so a free permit or mutex never suspends the coroutine.
+//   - await_ready tries the uncontended path (the one-CAS inline part of
+//     try_acquire and try_lock, try_wait), so a free permit or mutex never
+//     suspends the coroutine; what it cannot settle, the first poll does.
 //   - Otherwise await_suspend polls the future once with the task's waker;
 //     if it is still pending the coroutine suspends.  Every wake queues the
 //     task on its sb::loop, and the loop's run_ready polls the future again:
@@ -96,7 +97,7 @@
 #define SYNCBAND_SYNCBAND_HPP
 
 #if !defined(__cplusplus) || __cplusplus < 202002L || !defined(__cpp_impl_coroutine)
-#error "syncband.hpp needs C++20 coroutines: compile with -std=c++20 or later (CMake: link syncband::cxx); from C or older C++ use syncband/syncband.h"
+#error "syncband.hpp needs C++20 coroutines: compile with -std=c++20 (CMake: link syncband::cxx); from C or older C++, use syncband/syncband.h"
 #else
 
 #include <array>
@@ -255,6 +256,7 @@ public:
 // `lt` and freed by the loop (release) when the last reference is gone.
 struct task_state {
 	sb_loop_task lt;
+	sb_waker waker;                  // lt's, borrowed by every first poll
 	strand main;                     // the top-level coroutine's strand
 	std::coroutine_handle<> frame;   // null once the coroutine frame is gone
 	loop *owner;
@@ -448,6 +450,7 @@ public:
 			return;
 		auto *s = new detail::task_state{};
 		sb_loop_task_init(&s->lt, detail::task_poll, detail::task_release);
+		s->waker = sb_loop_task_waker(&s->lt);
 		detail::promise_base &p = t.h_.promise();
 		p.bind(&s->main, nullptr);
 		p.root_ = s;
@@ -668,95 +671,165 @@ private:
 
 namespace detail {
 
+// Each future type's poll and cancel, called directly (inline where the C
+// header has them inline) rather than through its sb_future_ops.
+inline int poll_future(sb_semaphore_acquire *f, const sb_waker *w) noexcept
+{
+	return sb_semaphore_acquire_poll(f, w);
+}
+inline void cancel_future(sb_semaphore_acquire *f) noexcept
+{
+	sb_semaphore_acquire_cancel(f);
+}
+inline int poll_future(sb_mutex_lock *f, const sb_waker *w) noexcept
+{
+	return sb_mutex_lock_poll(f, w);
+}
+inline void cancel_future(sb_mutex_lock *f) noexcept
+{
+	sb_mutex_lock_cancel(f);
+}
+inline int poll_future(sb_rwlock_lock *f, const sb_waker *w) noexcept
+{
+	return sb_rwlock_lock_poll(f, w);
+}
+inline void cancel_future(sb_rwlock_lock *f) noexcept
+{
+	sb_rwlock_lock_cancel(f);
+}
+inline int poll_future(sb_condvar_wait *f, const sb_waker *w) noexcept
+{
+	return sb_condvar_wait_poll(f, w);
+}
+inline void cancel_future(sb_condvar_wait *f) noexcept
+{
+	sb_condvar_wait_cancel(f);
+}
+inline int poll_future(sb_event_wait *f, const sb_waker *w) noexcept
+{
+	return sb_event_wait_poll(f, w);
+}
+inline void cancel_future(sb_event_wait *f) noexcept
+{
+	sb_event_wait_cancel(f);
+}
+inline int poll_future(sb_auto_event_wait *f, const sb_waker *w) noexcept
+{
+	return sb_auto_event_wait_poll(f, w);
+}
+inline void cancel_future(sb_auto_event_wait *f) noexcept
+{
+	sb_auto_event_wait_cancel(f);
+}
+inline int poll_future(sb_barrier_wait *f, const sb_waker *w) noexcept
+{
+	return sb_barrier_wait_poll(f, w);
+}
+inline void cancel_future(sb_barrier_wait *f) noexcept
+{
+	sb_barrier_wait_cancel(f);
+}
+inline int poll_future(sb_latch_wait *f, const sb_waker *w) noexcept
+{
+	return sb_latch_wait_poll(f, w);
+}
+inline void cancel_future(sb_latch_wait *f) noexcept
+{
+	sb_latch_wait_cancel(f);
+}
+inline int poll_future(sb_once_wait *f, const sb_waker *w) noexcept
+{
+	return sb_once_wait_poll(f, w);
+}
+inline void cancel_future(sb_once_wait *f) noexcept
+{
+	sb_once_wait_cancel(f);
+}
+inline int poll_future(sb_channel_send *f, const sb_waker *w) noexcept
+{
+	return sb_channel_send_poll(f, w);
+}
+inline void cancel_future(sb_channel_send *f) noexcept
+{
+	static_cast<void>(sb_channel_send_cancel(f));
+}
+inline int poll_future(sb_channel_recv *f, const sb_waker *w) noexcept
+{
+	return sb_channel_recv_poll(f, w);
+}
+inline void cancel_future(sb_channel_recv *f) noexcept
+{
+	static_cast<void>(sb_channel_recv_cancel(f));
+}
+
 // A syncband future awaited by a task: registered by await_suspend, polled
 // again on every wake.  Not copyable, and movable only before it is first
-// awaited: the future must stay where it is while pending.
+// awaited: the future must stay where it is while pending.  Nothing but the
+// phase is stored until an await suspends, so an await that completes in
+// await_ready costs no more than the C call it makes.
 class awaiter_core : protected pending_op {
 public:
 	awaiter_core(const awaiter_core &) = delete;
 	awaiter_core &operator=(const awaiter_core &) = delete;
 
 protected:
+	using poll_fn = int (*)(pending_op *, const sb_waker *) noexcept;
+	using cancel_fn = bool (*)(pending_op *) noexcept;
 	enum class phase : unsigned char { idle, pending, done, cancelled };
 
-	awaiter_core(void *future, const sb_future_ops *ops) noexcept
-		: pending_op{ &poll_again, &cancel_wait }, fut_(future), ops_(ops)
-	{
-	}
-	// The move of an awaiter not yet awaited, whose future is `future`.
-	awaiter_core(const awaiter_core &o, void *future) noexcept
-		: pending_op{ &poll_again, &cancel_wait }, result_(o.result_), fut_(future), ops_(o.ops_)
-	{
-	}
+	awaiter_core() noexcept {} // pending_op: filled in by suspend()
 	~awaiter_core() = default;
 
-	// Polls the (initialised) future with the task's waker: true when the
-	// coroutine must suspend until it completes.
+	// Polls the (initialised) future once through `p` (which settles it)
+	// with the task's waker: true when the coroutine must suspend until it
+	// completes; `p` is then what each wake re-polls, `c` what cancels it.
 	template <class Promise>
-	bool suspend(std::coroutine_handle<Promise> h) noexcept
+	bool suspend(std::coroutine_handle<Promise> h, poll_fn p, cancel_fn c) noexcept
 	{
 		strand *s = h.promise().syncband_state();
 		phase_ = phase::pending;
-		sb_waker w = sb_loop_task_waker(&s->task->lt);
-		if (poll_once(&w))
+		if (p(this, &s->task->waker) != SB_PENDING)
 			return false;
+		poll = p;
+		cancel = c;
 		s->waiting = this;
 		s->resume_at = h;
 		return true;
 	}
 
-	// For the destructors: a pending future is cancelled, handing on what it
-	// was granted.
-	void cancel_if_pending() noexcept
+	// A poll's result: 0 (and the result kept) once it completed.
+	int settle(int r) noexcept
 	{
-		if (phase_ == phase::pending)
-			ops_->cancel(fut_);
-		phase_ = phase::idle;
+		if (r == SB_PENDING)
+			return SB_PENDING;
+		result_ = r;
+		phase_ = phase::done;
+		return 0;
+	}
+	// The poll after a cancel returns the final result without registering
+	// (future.h): -ECANCELED when the cancel undid the operation, else what
+	// it completed with (a channel's item that had been handed over).
+	bool settle_cancelled(int r) noexcept
+	{
+		if (r == -ECANCELED) {
+			phase_ = phase::cancelled;
+			return false;
+		}
+		result_ = r;
+		phase_ = phase::done;
+		return true;
 	}
 
+	bool pending() const noexcept { return phase_ == phase::pending; }
 	// Pending, or cancelled by a combinator: the operation did not happen.
 	bool unfinished() const noexcept
 	{
 		return phase_ == phase::pending || phase_ == phase::cancelled;
 	}
-	void *future() const noexcept { return fut_; }
 
-	int result_ = 0;
+	int result_; // written by await_ready or a poll before it is read
 
 private:
-	bool poll_once(const sb_waker *w) noexcept
-	{
-		int r = ops_->poll(fut_, w);
-		if (r == SB_PENDING)
-			return false;
-		result_ = r;
-		phase_ = phase::done;
-		return true;
-	}
-	static int poll_again(pending_op *op, const sb_waker *w) noexcept
-	{
-		return static_cast<awaiter_core *>(op)->poll_once(w) ? 0 : SB_PENDING;
-	}
-	// A poll after cancel returns the final result without registering
-	// (future.h): -ECANCELED when the cancel undid the operation, else what
-	// it completed with (a channel's item that had been handed over).
-	static bool cancel_wait(pending_op *op) noexcept
-	{
-		auto *a = static_cast<awaiter_core *>(op);
-		a->ops_->cancel(a->fut_);
-		sb_waker noop = sb_waker_noop();
-		int r = a->ops_->poll(a->fut_, &noop);
-		if (r == -ECANCELED) {
-			a->phase_ = phase::cancelled;
-			return false;
-		}
-		a->result_ = r;
-		a->phase_ = phase::done;
-		return true;
-	}
-
-	void *fut_;
-	const sb_future_ops *ops_;
 	phase phase_ = phase::idle;
 };
 
@@ -764,11 +837,38 @@ private:
 template <class Future>
 class future_awaiter : public awaiter_core {
 protected:
-	explicit future_awaiter(const sb_future_ops *ops) noexcept : awaiter_core(&future_, ops) {}
-	future_awaiter(future_awaiter &&o) noexcept : awaiter_core(o, &future_) {}
-	~future_awaiter() { cancel_if_pending(); }
+	// User-provided, so that `future_awaiter()` leaves the future alone
+	// rather than zeroing it (its init does that job).
+	future_awaiter() noexcept {}
+	future_awaiter(future_awaiter &&) noexcept : awaiter_core() {}
+	// A pending future is cancelled, handing on what it was granted.
+	~future_awaiter()
+	{
+		if (pending())
+			cancel_future(&future_);
+	}
+
+	template <class Promise>
+	bool suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		return awaiter_core::suspend(h, &poll_again, &cancel_wait);
+	}
 
 	Future future_;
+
+private:
+	static int poll_again(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<future_awaiter *>(op);
+		return a->settle(poll_future(&a->future_, w));
+	}
+	static bool cancel_wait(pending_op *op) noexcept
+	{
+		auto *a = static_cast<future_awaiter *>(op);
+		cancel_future(&a->future_);
+		sb_waker noop = sb_waker_noop();
+		return a->settle_cancelled(poll_future(&a->future_, &noop));
+	}
 };
 
 } // namespace detail
@@ -776,13 +876,18 @@ protected:
 class acquire_awaiter : public detail::future_awaiter<sb_semaphore_acquire> {
 public:
 	acquire_awaiter(sb_semaphore &s, std::size_t n) noexcept
-		: future_awaiter(&sb_semaphore_acquire_ops), sem_(&s), n_(n)
+		: future_awaiter(), sem_(&s), n_(n)
 	{
 	}
+	// The inline attempt of try_acquire only (one CAS): whatever it cannot
+	// settle, the future's first poll does.
 	bool await_ready() noexcept
 	{
-		result_ = sb_semaphore_try_acquire(sem_, n_);
-		return result_ != -EAGAIN;
+		// relaxed: a guess that the CAS confirms; acquire: as try_acquire.
+		std::size_t state = sb__state_load_relaxed(&sem_->q), next;
+		result_ = 0;
+		return sb__semaphore_may_take(state, n_, &next) &&
+		       sb__state_cas_acquire(&sem_->q, &state, next);
 	}
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
@@ -806,8 +911,10 @@ inline acquire_awaiter acquire(sb_semaphore &s, std::size_t n = 1) noexcept
 
 class lock_awaiter : public detail::future_awaiter<sb_mutex_lock> {
 public:
-	explicit lock_awaiter(sb_mutex &m) noexcept : future_awaiter(&sb_mutex_lock_ops), m_(&m) {}
-	bool await_ready() noexcept { return sb_mutex_try_lock(m_) == 0; }
+	explicit lock_awaiter(sb_mutex &m) noexcept : future_awaiter(), m_(&m) {}
+	// The inline attempt of try_lock only (one CAS): whatever it cannot
+	// settle, the future's first poll does.
+	bool await_ready() noexcept { return sb__mutex_take_if_free(m_); }
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
@@ -829,7 +936,7 @@ inline lock_awaiter lock(sb_mutex &m) noexcept
 class rwlock_awaiter : public detail::future_awaiter<sb_rwlock_lock> {
 public:
 	rwlock_awaiter(sb_rwlock &rw, rwlock_guard::kind k) noexcept
-		: future_awaiter(&sb_rwlock_lock_ops), rw_(&rw), k_(k)
+		: future_awaiter(), rw_(&rw), k_(k)
 	{
 	}
 	bool await_ready() noexcept
@@ -872,7 +979,7 @@ inline rwlock_awaiter write_lock(sb_rwlock &rw) noexcept
 class condvar_wait_awaiter : public detail::future_awaiter<sb_condvar_wait> {
 public:
 	condvar_wait_awaiter(sb_condvar &cv, mutex_guard &g) noexcept
-		: future_awaiter(&sb_condvar_wait_ops), cv_(&cv), guard_(&g)
+		: future_awaiter(), cv_(&cv), guard_(&g)
 	{
 	}
 	condvar_wait_awaiter(condvar_wait_awaiter &&) noexcept = default;
@@ -913,7 +1020,7 @@ inline condvar_wait_awaiter wait(sb_condvar &cv, mutex_guard &g) noexcept
 
 class event_wait_awaiter : public detail::future_awaiter<sb_event_wait> {
 public:
-	explicit event_wait_awaiter(sb_event &e) noexcept : future_awaiter(&sb_event_wait_ops), e_(&e)
+	explicit event_wait_awaiter(sb_event &e) noexcept : future_awaiter(), e_(&e)
 	{
 	}
 	bool await_ready() noexcept { return sb_event_try_wait(e_) == 0; }
@@ -938,7 +1045,7 @@ inline event_wait_awaiter wait(sb_event &e) noexcept
 class auto_event_wait_awaiter : public detail::future_awaiter<sb_auto_event_wait> {
 public:
 	explicit auto_event_wait_awaiter(sb_auto_event &e) noexcept
-		: future_awaiter(&sb_auto_event_wait_ops), e_(&e)
+		: future_awaiter(), e_(&e)
 	{
 	}
 	bool await_ready() noexcept { return sb_auto_event_try_wait(e_) == 0; }
@@ -963,7 +1070,7 @@ inline auto_event_wait_awaiter wait(sb_auto_event &e) noexcept
 class barrier_wait_awaiter : public detail::future_awaiter<sb_barrier_wait> {
 public:
 	explicit barrier_wait_awaiter(sb_barrier &b) noexcept
-		: future_awaiter(&sb_barrier_wait_ops), b_(&b)
+		: future_awaiter(), b_(&b)
 	{
 	}
 	// Arriving changes the barrier, so it is done by the future's first poll.
@@ -997,7 +1104,7 @@ inline barrier_wait_awaiter arrive_and_wait(sb_barrier &b) noexcept
 
 class latch_wait_awaiter : public detail::future_awaiter<sb_latch_wait> {
 public:
-	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(&sb_latch_wait_ops), l_(&l)
+	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(), l_(&l)
 	{
 	}
 	bool await_ready() noexcept { return sb_latch_try_wait(l_) == 0; }
@@ -1061,7 +1168,7 @@ private:
 
 class once_wait_awaiter : public detail::future_awaiter<sb_once_wait> {
 public:
-	explicit once_wait_awaiter(sb_once &o) noexcept : future_awaiter(&sb_once_wait_ops), o_(&o) {}
+	explicit once_wait_awaiter(sb_once &o) noexcept : future_awaiter(), o_(&o) {}
 	// Done already: one acquire load, and the initialiser's writes are
 	// visible.
 	bool await_ready() noexcept { return sb_once_is_done(o_); }
@@ -1098,7 +1205,7 @@ template <class T>
 class send_awaiter : public detail::future_awaiter<sb_channel_send> {
 public:
 	send_awaiter(sb_channel &ch, const T &item) noexcept
-		: future_awaiter(&sb_channel_send_ops), ch_(&ch), item_(item)
+		: future_awaiter(), ch_(&ch), item_(item)
 	{
 	}
 	bool await_ready() noexcept
@@ -1124,7 +1231,7 @@ template <class T>
 class recv_awaiter : public detail::future_awaiter<sb_channel_recv> {
 public:
 	explicit recv_awaiter(sb_channel &ch) noexcept
-		: future_awaiter(&sb_channel_recv_ops), ch_(&ch)
+		: future_awaiter(), ch_(&ch)
 	{
 	}
 	bool await_ready() noexcept
@@ -1226,16 +1333,37 @@ private:
 // coroutine is destroyed while it waits, the future is cancelled.
 class poll_awaiter : public detail::awaiter_core {
 public:
-	poll_awaiter(void *future, const sb_future_ops *ops) noexcept : awaiter_core(future, ops) {}
-	poll_awaiter(poll_awaiter &&o) noexcept : awaiter_core(o, o.future()) {}
-	~poll_awaiter() { cancel_if_pending(); }
+	poll_awaiter(void *future, const sb_future_ops *ops) noexcept : fut_(future), ops_(ops) {}
+	poll_awaiter(poll_awaiter &&o) noexcept : awaiter_core(), fut_(o.fut_), ops_(o.ops_) {}
+	~poll_awaiter()
+	{
+		if (pending())
+			ops_->cancel(fut_);
+	}
 	bool await_ready() noexcept { return false; }
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		return suspend(h);
+		return suspend(h, &poll_again, &cancel_wait);
 	}
 	int await_resume() noexcept { return result_; }
+
+private:
+	static int poll_again(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<poll_awaiter *>(op);
+		return a->settle(a->ops_->poll(a->fut_, w));
+	}
+	static bool cancel_wait(pending_op *op) noexcept
+	{
+		auto *a = static_cast<poll_awaiter *>(op);
+		a->ops_->cancel(a->fut_);
+		sb_waker noop = sb_waker_noop();
+		return a->settle_cancelled(a->ops_->poll(a->fut_, &noop));
+	}
+
+	void *fut_;
+	const sb_future_ops *ops_;
 };
 
 inline poll_awaiter poll(void *future, const sb_future_ops *ops) noexcept
@@ -1460,8 +1588,7 @@ public:
 		detail::strand *s = detail::strand_of(h);
 		bind_all(s->task, indices{});
 		left_ = N;
-		sb_waker w = sb_loop_task_waker(&s->task->lt);
-		return detail::park(s, this, h, poll_all(this, &w));
+		return detail::park(s, this, h, poll_all(this, &s->task->waker));
 	}
 	// Every result in order; the first branch's exception, rethrown.
 	std::tuple<detail::unit_or<Ts>...> await_resume() { return take_all(indices{}); }
@@ -1545,8 +1672,7 @@ public:
 	{
 		detail::strand *s = detail::strand_of(h);
 		bind_all(s->task, indices{});
-		sb_waker w = sb_loop_task_waker(&s->task->lt);
-		return detail::park(s, this, h, poll_any(this, &w));
+		return detail::park(s, this, h, poll_any(this, &s->task->waker));
 	}
 	// The winner's result, at the winner's index; its exception, rethrown.
 	std::variant<detail::unit_or<Ts>...> await_resume() { return take_winner(indices{}); }
@@ -1735,8 +1861,7 @@ public:
 			drop(); // cut short before it started
 			return false;
 		}
-		sb_waker w = sb_loop_task_waker(&s->task->lt);
-		return detail::park(s, this, h, poll_one(this, &w));
+		return detail::park(s, this, h, poll_one(this, &s->task->waker));
 	}
 	// The result, or empty (false) when cut short; its exception, rethrown.
 	detail::maybe<T> await_resume()

@@ -946,9 +946,12 @@ sb::task<> lock_then_wait(sb_mutex &m, sb_event &e, bool &finished)
 sb::task<> race_task_against_event(sb_mutex &m, sb_event &hold, sb_event &go, bool &finished,
 				   bool &mutex_free_at_resume, std::size_t &winner)
 {
-	auto r = co_await sb::when_any(lock_then_wait(m, hold, finished), sb::wait(go));
-	winner = r.index();
-	mutex_free_at_resume = !sb_mutex_is_locked(&m);
+	// Looked at within the co_await's full expression, while the when_any
+	// awaiter (and the tasks it owns) still lives.
+	mutex_free_at_resume = (winner = (co_await sb::when_any(lock_then_wait(m, hold, finished),
+								  sb::wait(go)))
+						  .index(),
+				!sb_mutex_is_locked(&m));
 }
 
 void a_losing_task_is_destroyed_and_releases_its_guards_before_the_winner_resumes(void **)
@@ -1080,9 +1083,10 @@ sb::task<> lock_with_deadline_over_task(sb_mutex &m, sb_event &hold, bool &finis
 					bool &timed_out, bool &mutex_free)
 {
 	using namespace std::chrono_literals;
-	bool ok = co_await sb::timeout(lock_then_wait(m, hold, finished), 10ms);
-	timed_out = !ok;
-	mutex_free = !sb_mutex_is_locked(&m);
+	// Looked at within the co_await's full expression, while the timeout's
+	// awaiter (and the task it owns) still lives.
+	mutex_free = (timed_out = !co_await sb::timeout(lock_then_wait(m, hold, finished), 10ms),
+		      !sb_mutex_is_locked(&m));
 }
 
 void a_timeout_over_a_task_destroys_it_and_its_guards_when_it_passes(void **)

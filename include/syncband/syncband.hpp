@@ -28,13 +28,13 @@
 // hands its co_return value (or rethrows its exception) to its awaiter when
 // it finishes: at once, on the same stack, when it never suspended, or by
 // symmetric transfer from the loop when it did; the stack does not grow
-// either way.  A
-// top-level sb::task<> is spawned on an sb::loop, which polls it one step at
-// a time on the loop's thread; an exception that leaves a spawned task calls
-// std::terminate.  Its wake target (syncband/loop.h) is allocated (at spawn)
-// apart from the coroutine frames, so a wake that arrives after the task
-// finished touches live memory; the loop frees it when the last waker clone
-// goes.  Tasks co_await only the awaitables of this header.
+// either way.  A task is awaited once.  A top-level sb::task<> is spawned on
+// an sb::loop, which polls it one step at a time on the loop's thread; an
+// exception that leaves a spawned task calls std::terminate.  Its wake target
+// (syncband/loop.h) is allocated (at spawn) apart from the coroutine frames,
+// so a wake that arrives after the task finished touches live memory; the
+// loop frees it when the last waker clone goes.  Tasks co_await only the
+// awaitables of this header.
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
@@ -70,8 +70,8 @@
 //     Each poll looks at them in a rotated order, so none is favoured.
 //   - sb::timeout(a, duration): a's result in a std::optional (a bool for
 //     void), empty when the deadline passed first.  The deadline is kept by
-//     the loop's sb::timer_service; a loop without one cuts the wait short at
-//     once.
+//     the loop's sb::timer_service; on a loop without one the deadline
+//     counts as passed, and the wait is cut short before it starts.
 //   - sb::stoppable(a, std::stop_token): as timeout, empty once a stop was
 //     requested (from any thread) before a completed; a token stopped
 //     already cuts it short before it starts.

@@ -37,8 +37,10 @@ struct Update16Receivers {
 	{
 		st.value = 0;
 		expect(sb_watch_init(w, &st.value, sizeof st.value), 0, "init");
-		for (int i = 0; i < RECEIVERS; i++)
+		for (int i = 0; i < RECEIVERS; i++) {
+			rx[i] = sb_watch_receiver{}; // not subscribed
 			expect(sb_watch_subscribe(w, &rx[i]), 0, "subscribe");
+		}
 	}
 	void round()
 	{
@@ -78,6 +80,7 @@ struct ReadLatest {
 	{
 		st.value = 42;
 		expect(sb_watch_init(w, &st.value, sizeof st.value), 0, "init");
+		*rx = sb_watch_receiver{}; // not subscribed
 		expect(sb_watch_subscribe(w, rx), 0, "subscribe");
 	}
 	void round()
@@ -110,7 +113,7 @@ template <bool Waits> uint64_t read_while_sending_on(const sbb::Params &p, sbb::
 	sb_watch *w = &padded.value;
 	Value storage{};
 	expect(sb_watch_init(w, &storage, sizeof storage), 0, "init");
-	sb_watch_receiver rx;
+	sb_watch_receiver rx{};
 	expect(sb_watch_subscribe(w, &rx), 0, "subscribe");
 	std::atomic<bool> go{false};
 	std::atomic<unsigned> ready{0};

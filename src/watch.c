@@ -160,7 +160,9 @@ int sb_watch_send_if(sb_watch *w, sb_watch_modify_fn modify, void *arg)
 
 int sb_watch_subscribe(sb_watch *w, sb_watch_receiver *rx)
 {
-	if (w == NULL || rx == NULL)
+	/* A subscribed receiver is counted by its watch: subscribing it again
+	 * would count it twice, and its watch could never be destroyed. */
+	if (w == NULL || rx == NULL || rx->watch != NULL)
 		return -EINVAL;
 	size_t state = sb_waitq_lock(&w->q, 0);
 	w->receivers++;

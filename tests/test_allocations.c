@@ -363,7 +363,7 @@ static void every_watch_path_allocates_nothing(void **state)
 	 * reads, re-polls with a new waker, cancels, blocking timeouts, close */
 	long storage[4] = { 0 }, value[4] = { 1, 2, 3, 4 }, out[4];
 	sb_watch wt;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	assert_int_equal(sb_watch_init(&wt, storage, sizeof storage), 0);
 	assert_int_equal(sb_watch_subscribe(&wt, &rx), 0);
 	assert_int_equal(sb_watch_send(&wt, value), 0);

@@ -385,7 +385,7 @@ static void exported_watch_functions_send_read_and_wait_like_the_inline_ones(voi
 	sb_waker noop = sb_waker_noop();
 	int storage = 1, v = 2, out = 0;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
 	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
 

@@ -146,7 +146,7 @@ static void watch_subscribe_after_destroy(void)
 {
 	int value = 0;
 	sb_watch w = SB_WATCH_INIT(&value, sizeof value);
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	if (sb_watch_destroy(&w) == 0)
 		(void)sb_watch_subscribe(&w, &rx);
 }

@@ -81,7 +81,7 @@ static void the_static_initialiser_gives_an_open_watch_at_version_0(void **state
 	(void)state;
 	static int storage = 7;
 	static sb_watch w = SB_WATCH_INIT(&storage, sizeof(int));
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	assert_false(sb_watch_is_closed(&w));
 	assert_int_equal(sb_watch_version(&w), 0);
 	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
@@ -116,7 +116,7 @@ static void a_new_receiver_has_seen_the_current_version_and_reads_the_current_va
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx, late;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT, late = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 10, &rx);
 	assert_int_equal(sb_watch_try_changed(&rx), -EAGAIN);
 	send_int(&w, 11);
@@ -134,7 +134,7 @@ static void send_replaces_the_value_and_grows_the_version_by_one(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 0, &rx);
 	for (int i = 1; i <= 5; i++) {
 		send_int(&w, 100 + i);
@@ -150,7 +150,7 @@ static void read_marks_the_version_seen_and_try_changed_follows_it(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 0, &rx);
 	send_int(&w, 1);
 	/* try_changed marks nothing: asked twice, it says the same */
@@ -173,7 +173,7 @@ static void values_of_any_size_are_copied_whole(void **state)
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		size_t n = sizes[k];
 		sb_watch w;
-		sb_watch_receiver rx;
+		sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 		memset(storage, 0, sizeof storage);
 		assert_int_equal(sb_watch_init(&w, storage, n), 0);
 		assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
@@ -194,7 +194,7 @@ static void a_null_value_or_output_is_refused_and_changes_nothing(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 4, &rx);
 	send_int(&w, 5);
 	assert_int_equal(sb_watch_send(&w, NULL), -EINVAL);
@@ -230,7 +230,7 @@ static void send_if_that_returns_false_changes_in_place_but_tells_nobody(void **
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 10, &rx);
@@ -253,7 +253,7 @@ static void send_if_that_returns_true_grows_the_version_and_wakes_waiting_future
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 10, &rx);
@@ -273,7 +273,7 @@ static void send_if_after_close_fails_without_calling_the_callback(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 3, &rx);
 	sb_watch_close(&w);
 	bump_arg a = { 1, true, 0 };
@@ -290,7 +290,7 @@ static void a_changed_future_completes_on_its_first_poll_without_cloning(void **
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -309,7 +309,7 @@ static void a_waiting_changed_future_is_woken_once_by_the_next_send(void **state
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -333,6 +333,7 @@ static void one_send_wakes_every_waiting_future_of_every_receiver(void **state)
 	sb_watch_receiver rx[N];
 	sb_watch_changed f[N];
 	counting_waker c[N];
+	memset(rx, 0, sizeof rx); /* not subscribed */
 	storage = 0;
 	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
 	for (int i = 0; i < N; i++) {
@@ -354,7 +355,7 @@ static void a_receiver_behind_the_version_does_not_wait(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver ahead, behind;
+	sb_watch_receiver ahead = SB_WATCH_RECEIVER_INIT, behind = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &ahead);
@@ -375,7 +376,7 @@ static void repolling_with_the_same_waker_does_not_clone_again(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -394,7 +395,7 @@ static void a_different_waker_replaces_the_old_one_which_is_dropped(void **state
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker a, b;
 	setup_int(&w, &storage, 0, &rx);
@@ -418,7 +419,7 @@ static void close_wakes_waiting_futures_with_epipe_and_later_sends_fail(void **s
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 1, &rx);
@@ -440,7 +441,7 @@ static void a_receiver_that_has_not_read_the_last_value_sees_it_before_epipe(voi
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -462,7 +463,7 @@ static void a_receiver_subscribed_after_close_reads_the_last_value_and_gets_epip
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx, late;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT, late = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 1, &rx);
 	send_int(&w, 6);
 	sb_watch_close(&w);
@@ -478,7 +479,7 @@ static void close_is_idempotent(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 1, &rx);
 	sb_watch_close(&w);
 	sb_watch_close(&w);
@@ -495,7 +496,7 @@ static void send_and_close_with_more_waiters_than_a_wake_batch_complete_them_all
 	static sb_watch_changed f[N];
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
 	for (int round = 0; round < 2; round++) {
@@ -542,7 +543,7 @@ static void the_wakes_of_send_and_close_run_after_the_lock_is_released(void **st
 	sb_watchdog_start(&wd, 30, "re-entrant wakes of a watch");
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx, other;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT, other = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -582,7 +583,7 @@ static void a_future_whose_waker_clone_sends_completes_without_deadlock(void **s
 	sb_watchdog_start(&wd, 30, "re-entrant clone on a changed future");
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -606,7 +607,7 @@ static void cancel_of_a_waiting_future_leaves_the_queue_and_drops_its_waker(void
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f, g;
 	counting_waker c, d;
 	setup_int(&w, &storage, 0, &rx);
@@ -628,7 +629,7 @@ static void a_future_cancelled_after_its_wake_loses_no_change(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -648,7 +649,7 @@ static void cancel_of_an_idle_or_completed_future_changes_nothing(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -670,7 +671,7 @@ static void the_ops_table_drives_the_future(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -706,7 +707,7 @@ static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 3, &rx);
 	send_int(&w, 4);
 	sb_watch_changed f;
@@ -717,12 +718,27 @@ static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
 	teardown_int(&w, &rx);
 }
 
+static void subscribing_a_subscribed_receiver_again_is_einval_and_changes_nothing(void **state)
+{
+	(void)state;
+	int storage;
+	sb_watch w, other;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
+	setup_int(&w, &storage, 3, &rx);
+	assert_int_equal(sb_watch_init(&other, &storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx), -EINVAL);
+	assert_int_equal(sb_watch_subscribe(&other, &rx), -EINVAL);
+	assert_int_equal(sb_watch_destroy(&other), 0); /* nobody counted there */
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(sb_watch_destroy(&w), 0);     /* counted once, out once */
+}
+
 static void a_receiver_used_after_unsubscribe_or_never_subscribed_is_refused(void **state)
 {
 	(void)state;
 	int storage, out = UNTOUCHED;
 	sb_watch w;
-	sb_watch_receiver rx, zeroed;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT, zeroed = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -748,7 +764,7 @@ static void unsubscribe_while_a_changed_future_waits_is_ebusy_and_changes_nothin
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -768,7 +784,7 @@ static void destroy_with_receivers_or_waiters_is_ebusy_and_changes_nothing(void 
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	sb_watch_changed f;
 	counting_waker c;
 	setup_int(&w, &storage, 0, &rx);
@@ -789,7 +805,7 @@ static void a_blocking_changed_wait_tries_once_with_timeout_0_and_times_out(void
 	(void)state;
 	int storage;
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	setup_int(&w, &storage, 0, &rx);
 	assert_int_equal(sb_watch_changed_blocking(&rx, 0), -ETIMEDOUT);
 	assert_int_equal(sb_watch_changed_blocking(&rx, 2 * SB_NSEC_PER_MSEC), -ETIMEDOUT);
@@ -823,7 +839,7 @@ static void blocking_changed_waits_are_ended_by_a_send_and_by_close(void **state
 	int storage = 0;
 	sb_watch w;
 	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
-	waiter_arg a;
+	waiter_arg a = { .rx = SB_WATCH_RECEIVER_INIT };
 	assert_int_equal(sb_watch_subscribe(&w, &a.rx), 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, blocking_watcher, &a), 0);
@@ -869,7 +885,7 @@ static void a_large_value_is_never_torn_nor_older_than_one_read_before(void **st
 	sb_watchdog_start(&wd, 60, "torn-free reads of a 1 KiB value");
 	static uint32_t storage[BIG / 4], out[BIG / 4];
 	sb_watch w;
-	sb_watch_receiver rx;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
 	assert_int_equal(sb_watch_init(&w, storage, BIG), 0);
 	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
 	torn_arg a = { &w, ROUNDS };
@@ -927,6 +943,7 @@ int main(void)
 		cmocka_unit_test(cancel_of_an_idle_or_completed_future_changes_nothing),
 		cmocka_unit_test(the_ops_table_drives_the_future),
 		cmocka_unit_test(a_zeroed_future_polls_to_einval_and_changes_nothing),
+		cmocka_unit_test(subscribing_a_subscribed_receiver_again_is_einval_and_changes_nothing),
 		cmocka_unit_test(a_receiver_used_after_unsubscribe_or_never_subscribed_is_refused),
 		cmocka_unit_test(unsubscribe_while_a_changed_future_waits_is_ebusy_and_changes_nothing),
 		cmocka_unit_test(destroy_with_receivers_or_waiters_is_ebusy_and_changes_nothing),

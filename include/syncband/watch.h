@@ -112,6 +112,9 @@ typedef struct sb_watch_receiver {
 	size_t pending;    /* its changed futures that wait (its owner's count) */
 } sb_watch_receiver;
 
+/* A receiver that is not subscribed (as zeroed memory is). */
+#define SB_WATCH_RECEIVER_INIT { NULL, 0, 0 }
+
 /* The future of a changed wait.  56 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_watch_changed {
 	sb_waiter waiter;
@@ -216,9 +219,11 @@ SB_INLINE int sb_watch_send(sb_watch *w, const void *value)
 SB_API int sb_watch_send_if(sb_watch *w, sb_watch_modify_fn modify, void *arg);
 
 /*
- * Subscribes `rx` (caller's memory, not subscribed): it has seen the
- * current version.  Also on a closed watch (it can read the last value).
- * Returns 0 or -EINVAL.
+ * Subscribes `rx` (caller's memory, not subscribed: zeroed, initialised with
+ * SB_WATCH_RECEIVER_INIT, or unsubscribed):
+ * it has seen the current version.  Also on a closed watch (it can read the
+ * last value).  Returns 0, or -EINVAL (a NULL argument, or `rx` subscribed
+ * already: nothing changes).
  */
 SB_API int sb_watch_subscribe(sb_watch *w, sb_watch_receiver *rx);
 

@@ -20,7 +20,7 @@
  *   try_changed(r), changed_blocking(r, 0), first poll
  *                 not subscribed: -EINVAL; version != seen: 0; closed:
  *                 -EPIPE; else -EAGAIN, -ETIMEDOUT, or queue (SB_PENDING)
- *   subscribe(r)  (only an unsubscribed one) subscribed, seen = version
+ *   subscribe(r)  subscribed already: -EINVAL; else subscribed, seen = version
  *   unsubscribe   not subscribed: -EINVAL; pending: -EBUSY; else done
  *   destroy       -EBUSY while anyone is subscribed or a future waits
  *
@@ -262,7 +262,10 @@ static void op_try_changed(uint8_t b)
 static void op_subscribe(uint8_t b)
 {
 	int r = b % NRX;
-	if (M.rx[r].subscribed) { /* subscribing twice is misuse it cannot see */
+	if (M.rx[r].subscribed && (b & 0x40)) {
+		fz_step_begin("subscribe(rx %d) (subscribed already)", r);
+		FZ_EXPECT_RES("sb_watch_subscribe", -EINVAL, sb_watch_subscribe(wt, &rxs[r]));
+	} else if (M.rx[r].subscribed) {
 		fz_step_begin("unsubscribe(rx %d)%s", r, M.rx[r].pending ? " (pending)" : "");
 		int exp = M.rx[r].pending ? -EBUSY : 0;
 		FZ_EXPECT_RES("sb_watch_unsubscribe", exp, sb_watch_unsubscribe(&rxs[r]));

@@ -167,8 +167,10 @@ static void setup_watch(watch_ctx *c)
 {
 	watched = &c->mem;
 	MODEL_CHECK(sb_watch_init(&c->w, c->mem.storage, sizeof c->mem.storage) == 0);
-	for (int r = 0; r < NRX; r++)
+	for (int r = 0; r < NRX; r++) {
+		c->rx[r] = (sb_watch_receiver)SB_WATCH_RECEIVER_INIT; /* not subscribed */
 		MODEL_CHECK(sb_watch_subscribe(&c->w, &c->rx[r]) == 0);
+	}
 	for (int i = 0; i < NWAKERS; i++)
 		counting_waker_init(&c->cw[i]);
 }

@@ -14,6 +14,7 @@
 #include <syncband/rwlock.h>
 #include <syncband/latch.h>
 #include <syncband/channel.h>
+#include <syncband/select.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

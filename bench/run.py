@@ -121,6 +121,8 @@ SCENARIO_ORDER = [
     "channel/spmc-1-to-4",
     "channel/mpmc-4-to-4",
     "channel/mpmc-16-to-16",
+    "select/two-channels",
+    "select/semaphore-or-deadline",
 ]
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
@@ -142,11 +144,14 @@ CHANNEL_SCENARIOS = {sc for sc in SCENARIO_ORDER if sc.startswith("channel/")}
 CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channel/spmc-1-to-4",
                           "channel/mpmc-4-to-4", "channel/mpmc-16-to-16"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
-ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS
+# The select rows (bench/select.cc, bench/peers/src/select.rs, the Go peer):
+# single thread; instructions counted, no instruction target.
+SELECT_SCENARIOS = {"select/two-channels", "select/semaphore-or-deadline"}
+ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | SELECT_SCENARIOS
 # The rows whose instructions per round are counted: one thread, no runtime
 # (the channel ping-pongs: one loop on one thread).
 SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
-                           | CHANNEL_SINGLE_THREAD)
+                           | CHANNEL_SINGLE_THREAD | SELECT_SCENARIOS)
 # Peers shown as context only: no target reads them, they are not "the best
 # peer" of any verdict or chart, and callgrind does not count them (Go's
 # runtime threads).  The Go program of bench/peers/go.

@@ -31,6 +31,7 @@ mod one_slot;
 mod primitives;
 mod registry;
 mod rwlock_barrier_once;
+mod select;
 
 use std::process::ExitCode;
 

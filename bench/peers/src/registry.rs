@@ -505,5 +505,6 @@ pub fn rows() -> Vec<Row> {
         ),
     ];
     rows.extend(channel_rows());
+    rows.extend(crate::select::rows());
     rows
 }

@@ -497,6 +497,22 @@ static int ch_cancel_unqueued(int *status, const sb_channel *ch)
 	return sb_future_done_result(*status, ch);
 }
 
+/*
+ * The clone a slow first poll makes before it takes the lock.  When the
+ * word shows the lock free, the channel open and nobody waiting on the
+ * other side (`other`), the inline path before it has just found the ring
+ * full (a send) or empty (a receive): the future will most likely wait, and
+ * cloning first saves a second round of the lock (a select's case that is
+ * not ready pays it in every round).  A guess: a clone it turns out not to
+ * need is dropped after the unlock.
+ */
+static sb_waker ch_clone_if_wait_likely(const sb_channel *ch, size_t other, const sb_waker *w)
+{
+	if (sb_waitq_load(&ch->q) & (SB_QLOCK_HELD | SB_CHANNEL_STATE_CLOSED | other))
+		return SB_NO_WAKER;
+	return sb_waker_clone(w);
+}
+
 /* Done, or queued with a clone of `w`: the lock decides, the clone is made outside it. */
 static int ch_send_first_poll(void *future, const sb_waker *w)
 {
@@ -505,7 +521,7 @@ static int ch_send_first_poll(void *future, const sb_waker *w)
 	if (f->item == NULL)
 		return -EINVAL;
 	const sb_select *self = sb_select_of(w);
-	sb_waker clone = SB_NO_WAKER;
+	sb_waker clone = ch_clone_if_wait_likely(ch, SB_WAITQ_NONEMPTY, w);
 	for (;;) {
 		if (ch_lock(ch)) {
 			ch_unlock(ch);
@@ -562,7 +578,9 @@ static int ch_recv_first_poll(void *future, const sb_waker *w)
 	if (f->items == NULL || f->count == 0)
 		return -EINVAL;
 	const sb_select *self = sb_select_of(w);
-	sb_waker clone = SB_NO_WAKER;
+	/* Only a receive of one item tried the inline path. */
+	sb_waker clone = f->count == 1 ? ch_clone_if_wait_likely(ch, SB_CHANNEL_STATE_SENDERS, w)
+				       : SB_NO_WAKER;
 	for (;;) {
 		ch_lock(ch);
 		sb_wake_batch batch;

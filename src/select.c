@@ -90,6 +90,12 @@ sb_select_claim_result sb_select_claim(sb_select_case *c, const sb_select *self)
 
 /* --------------------------------------------------------------- lifetime */
 
+/* seed % n, without a division for the usual 2 or 4 cases. */
+static uint32_t sel_reduce(uint32_t seed, uint32_t n)
+{
+	return (n & (n - 1)) == 0 ? seed & (n - 1) : seed % n;
+}
+
 int sb_select_init(sb_select *s, sb_select_case *cases, size_t n, uint32_t seed,
 		   unsigned flags)
 {
@@ -107,7 +113,7 @@ int sb_select_init(sb_select *s, sb_select_case *cases, size_t n, uint32_t seed,
 	s->cases = cases;
 	s->ncases = (uint32_t)n;
 	s->flags = flags;
-	s->start = flags & SB_SELECT_BIASED ? 0 : (uint32_t)(seed % n);
+	s->start = flags & SB_SELECT_BIASED ? 0 : sel_reduce(seed, (uint32_t)n);
 	atomic_init(&s->claim, SEL_OPEN);
 	s->task = (sb_waker){ NULL, NULL };
 	s->index = 0;
@@ -196,18 +202,28 @@ int sb_select_poll(sb_select *s, const sb_waker *w)
 {
 	if (s->status != SB_PENDING && s->status != SB_FUTURE_IDLE)
 		return sb_future_done_result(s->status, s->cases);
-	s->status = SB_PENDING;
 	s->task = *w; /* borrowed: the branch wakers stand for it during this poll */
-	size_t claim = SEL_OPEN;
-	/* acquire: a granter's claim, if it won, is seen with what it did
-	 * before; its item itself is published by the waiter node (the case's
-	 * own poll reads that).  Strong: a spurious failure would read OPEN. */
 	int r;
-	if (atomic_compare_exchange_strong_explicit(&s->claim, &claim, SEL_BUSY,
-						    memory_order_acquire, memory_order_acquire))
+	if (s->status == SB_FUTURE_IDLE) {
+		/* No case waits yet, so nothing can reach the word: a plain
+		 * store.  relaxed: a granter reaches it only through a waiter
+		 * node, which the channel's lock publishes after this. */
+		atomic_store_explicit(&s->claim, SEL_BUSY, memory_order_relaxed);
+		s->status = SB_PENDING;
 		r = sel_try_all(s);
-	else
-		r = sel_collect(s, claim - SEL_WON);
+	} else {
+		size_t claim = SEL_OPEN;
+		/* acquire: a granter's claim, if it won, is seen with what it
+		 * did before; its item itself is published by the waiter node
+		 * (the case's own poll reads that).  Strong: a spurious failure
+		 * would read OPEN. */
+		if (atomic_compare_exchange_strong_explicit(&s->claim, &claim, SEL_BUSY,
+							    memory_order_acquire,
+							    memory_order_acquire))
+			r = sel_try_all(s);
+		else
+			r = sel_collect(s, claim - SEL_WON);
+	}
 	if (r == SB_PENDING)
 		s->task = (sb_waker){ NULL, NULL };
 	return r;

@@ -81,11 +81,14 @@ sb_select_claim_result sb_select_claim(sb_select_case *c, const sb_select *self)
 	size_t open = SEL_OPEN;
 	/* acq_rel: pairs with the owner's release stores of OPEN (what its
 	 * poll did is behind us) and its acquire CAS that finds us the winner.
-	 * Relaxed on failure: the loser reads nothing. */
+	 * Relaxed on failure: neither a loser nor one that finds its own case
+	 * the winner reads anything behind the word. */
 	if (atomic_compare_exchange_strong_explicit(&s->claim, &open, SEL_WON + c->index,
 						    memory_order_acq_rel, memory_order_relaxed))
 		return SB_SELECT_CLAIM_WON;
-	return SB_SELECT_CLAIM_LOST;
+	/* A case whose future waits on several channels (a join, say) won
+	 * already: the rest of it may go on. */
+	return open == SEL_WON + c->index ? SB_SELECT_CLAIM_WON : SB_SELECT_CLAIM_LOST;
 }
 
 /* --------------------------------------------------------------- lifetime */

@@ -43,8 +43,11 @@ static inline const sb_select *sb_select_of(const sb_waker *w)
  */
 static inline const sb_waker *sb_waker_resolve(const sb_waker *w)
 {
-	sb_select_case *c = sb_select_case_of(w);
-	return c ? &c->select->task : w;
+	/* A loop: a select nested as a case of another polls with a branch
+	 * waker of the outer one. */
+	for (sb_select_case *c; (c = sb_select_case_of(w)) != NULL;)
+		w = &c->select->task;
+	return w;
 }
 
 typedef enum sb_select_claim_result {

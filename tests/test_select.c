@@ -538,6 +538,35 @@ static void two_cases_of_one_select_on_one_channel_never_meet(void **state)
 	assert_int_equal(sb_channel_destroy(&ch), 0);
 }
 
+static void a_select_nested_as_a_case_completes_with_its_inner_winner(void **state)
+{
+	(void)state;
+	two_channels t;
+	two_channels_init(&t, 1, 0);
+	sb_channel ch;
+	int slot[1], got = UNTOUCHED;
+	assert_int_equal(sb_channel_init(&ch, slot, sizeof(int), 1), 0);
+	sb_channel_recv r;
+	sb_channel_recv_init(&r, &ch, &got);
+	sb_select_case outer_cases[2] = { SB_SELECT_CASE(&t.select, &sb_select_ops),
+					  SB_SELECT_CASE(&r, &sb_channel_recv_ops) };
+	sb_select outer;
+	assert_int_equal(sb_select_init(&outer, outer_cases, 2, 0, 0), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(sel_poll(&outer, &t.w), SB_PENDING);
+	assert_int_equal(atomic_load(&t.w.clones), 3); /* kept across re-polls */
+	send_int(&t.ch[1], 6);
+	assert_int_equal(sel_poll(&outer, &t.w), 0);
+	assert_int_equal(sb_select_index(&outer), 0);
+	assert_int_equal(sb_select_index(&t.select), 1);
+	assert_int_equal(t.got[1], 6);
+	send_int(&ch, 1); /* the outer loser was cancelled: into the ring */
+	assert_int_equal(got, UNTOUCHED);
+	assert_int_equal(sb_channel_try_recv(&ch, &got), 0);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+	two_channels_destroy(&t);
+}
+
 /* -------------------------------------------------------------- threads */
 
 enum { PER_PRODUCER = 20000 };
@@ -616,6 +645,7 @@ int main(void)
 		cmocka_unit_test(biased_selects_try_the_cases_in_declaration_order),
 		cmocka_unit_test(the_seed_picks_the_case_tried_first),
 		cmocka_unit_test(two_cases_of_one_select_on_one_channel_never_meet),
+		cmocka_unit_test(a_select_nested_as_a_case_completes_with_its_inner_winner),
 		cmocka_unit_test(items_racing_a_blocking_select_arrive_exactly_once_and_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

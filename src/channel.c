@@ -557,8 +557,24 @@ static int ch_send_repoll(void *future, const sb_waker *w)
 	return r == SB_FUTURE_IDLE ? ch_send_first_poll(f, w) : r;
 }
 
+/*
+ * A select's first look (sb_select_probing): the inline path just found the
+ * ring full or empty, and the word says nobody waits on the other side, so
+ * the operation cannot happen now - answer SB_PENDING without waiting.  A
+ * word that says otherwise (the lock held, the channel closed, waiters)
+ * gets a first poll, which may wait.
+ */
+static bool ch_probe_says_not_now(const sb_channel *ch, size_t other, const sb_waker *w)
+{
+	return sb_select_probing(w) &&
+	       !(sb_waitq_load(&ch->q) & (SB_QLOCK_HELD | SB_CHANNEL_STATE_CLOSED | other));
+}
+
 int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
 {
+	if (f->status == SB_FUTURE_IDLE && f->item &&
+	    ch_probe_says_not_now(f->channel, SB_WAITQ_NONEMPTY, w))
+		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_send_first_poll,
 				   ch_send_repoll);
 }
@@ -616,6 +632,10 @@ static int ch_recv_repoll(void *future, const sb_waker *w)
 
 int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
+	/* Only a receive of one item tried the inline path. */
+	if (f->status == SB_FUTURE_IDLE && f->count == 1 && f->items &&
+	    ch_probe_says_not_now(f->channel, SB_CHANNEL_STATE_SENDERS, w))
+		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_recv_first_poll,
 				   ch_recv_repoll);
 }

@@ -106,10 +106,9 @@ int sb_select_init(sb_select *s, sb_select_case *cases, size_t n, uint32_t seed,
 	s->status = 0;
 	if (cases == NULL || n == 0 || n > SB_SELECT_MAX_CASES || (flags & ~SB_SELECT_BIASED))
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (cases[i].future == NULL || cases[i].ops == NULL)
-			return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
+		if (cases[i].future == NULL || cases[i].ops == NULL)
+			return -EINVAL; /* the private fields written so far are unused */
 		cases[i].select = s;
 		cases[i].index = i;
 	}
@@ -181,7 +180,7 @@ static size_t sel_case_at(const sb_select *s, size_t k)
 }
 
 /* The owner, BUSY: tries every case in turn; the first done one wins. */
-static int sel_try_all(sb_select *s)
+static int sel_pass(sb_select *s)
 {
 	for (size_t k = 0; k < s->ncases; k++) {
 		size_t i = sel_case_at(s, k);
@@ -193,6 +192,25 @@ static int sel_try_all(sb_select *s)
 		atomic_store_explicit(&s->claim, SEL_WON + i, memory_order_release);
 		return sel_finish(s, i, r);
 	}
+	return SB_PENDING;
+}
+
+/*
+ * The owner, BUSY: one pass over the cases (two at the first poll: a look
+ * that registers no channel case, then the pass that waits), then OPEN.
+ */
+static int sel_try_all(sb_select *s, bool first)
+{
+	if (first) {
+		s->flags |= SB__SELECT_PROBING;
+		int r = sel_pass(s);
+		s->flags &= ~SB__SELECT_PROBING;
+		if (r != SB_PENDING)
+			return r;
+	}
+	int r = sel_pass(s);
+	if (r != SB_PENDING)
+		return r;
 	if (!(s->flags & SB_SELECT_BIASED))
 		s->start = (uint32_t)sel_case_at(s, 1);
 	/* release: a granter that claims the word next acts after this poll's
@@ -213,7 +231,7 @@ int sb_select_poll(sb_select *s, const sb_waker *w)
 		 * node, which the channel's lock publishes after this. */
 		atomic_store_explicit(&s->claim, SEL_BUSY, memory_order_relaxed);
 		s->status = SB_PENDING;
-		r = sel_try_all(s);
+		r = sel_try_all(s, true);
 	} else {
 		size_t claim = SEL_OPEN;
 		/* acquire: a granter's claim, if it won, is seen with what it
@@ -223,7 +241,7 @@ int sb_select_poll(sb_select *s, const sb_waker *w)
 		if (atomic_compare_exchange_strong_explicit(&s->claim, &claim, SEL_BUSY,
 							    memory_order_acquire,
 							    memory_order_acquire))
-			r = sel_try_all(s);
+			r = sel_try_all(s, false);
 		else
 			r = sel_collect(s, claim - SEL_WON);
 	}

@@ -50,6 +50,22 @@ static inline const sb_waker *sb_waker_resolve(const sb_waker *w)
 	return w;
 }
 
+/* sb_select.flags: the first poll's first pass, a look that registers no
+ * channel case (src/select.c). */
+#define SB__SELECT_PROBING (UINT32_C(1) << 31)
+
+/*
+ * Whether `w` polls for a select's first look: a channel case that cannot
+ * happen now then answers SB_PENDING without waiting, its future left as
+ * never polled, and the select's second pass polls it for real.  Go's and
+ * crossbeam's selects look at every case before they register on any.
+ */
+static inline bool sb_select_probing(const sb_waker *w)
+{
+	sb_select_case *c = sb_select_case_of(w);
+	return c && (c->select->flags & SB__SELECT_PROBING);
+}
+
 typedef enum sb_select_claim_result {
 	SB_SELECT_CLAIM_WON,   /* the case wins: move the item */
 	SB_SELECT_CLAIM_LOST,  /* another case won, or the select is polling or

@@ -35,6 +35,10 @@
  * does lose its place in its queue when it loses (it is cancelled), as it
  * would without the select.
  *
+ * A select's first poll looks at every case before any channel case
+ * waits: the first look completes at once when a case is ready, and only
+ * then do the cases register.
+ *
  * Fair: each poll tries the cases in turn from a start that rotates: the
  * first poll starts at `seed` % n, each later one a case further; pass a
  * value that changes every round (a round counter) and, when several cases

@@ -140,6 +140,20 @@ static void a_ready_case_wins_at_the_first_poll_and_the_others_never_take_effect
 	two_channels_destroy(&t);
 }
 
+static void the_first_poll_looks_at_every_case_before_any_channel_case_waits(void **state)
+{
+	(void)state;
+	two_channels t;
+	two_channels_init(&t, 1, SB_SELECT_BIASED); /* tries the empty channel 0 first */
+	send_int(&t.ch[1], 4);
+	assert_int_equal(sel_poll(&t.select, &t.w), 0);
+	assert_int_equal(sb_select_index(&t.select), 1);
+	assert_int_equal(atomic_load(&t.w.clones), 0); /* case 0 never waited */
+	send_int(&t.ch[0], 5); /* nobody waits on channel 0: into the ring */
+	assert_int_equal(recv_int(&t.ch[0]), 5);
+	two_channels_destroy(&t);
+}
+
 static void the_first_case_to_complete_wins_and_wakes_the_caller_once(void **state)
 {
 	(void)state;
@@ -627,6 +641,7 @@ int main(void)
 		cmocka_unit_test(init_refuses_bad_arguments_with_einval_and_the_select_polls_to_einval),
 		cmocka_unit_test(a_zeroed_select_polls_to_einval),
 		cmocka_unit_test(a_ready_case_wins_at_the_first_poll_and_the_others_never_take_effect),
+		cmocka_unit_test(the_first_poll_looks_at_every_case_before_any_channel_case_waits),
 		cmocka_unit_test(the_first_case_to_complete_wins_and_wakes_the_caller_once),
 		cmocka_unit_test(a_waiting_case_keeps_its_clone_across_re_polls),
 		cmocka_unit_test(a_re_poll_with_a_new_waker_moves_every_waiting_case_to_it),

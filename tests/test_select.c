@@ -581,6 +581,55 @@ static void a_select_nested_as_a_case_completes_with_its_inner_winner(void **sta
 	two_channels_destroy(&t);
 }
 
+/* A case of our own: both receives of a two_channels, joined. */
+typedef struct join2 {
+	two_channels *t;
+	int done[2];
+} join2;
+
+static int join2_poll(void *f, const sb_waker *w)
+{
+	join2 *j = f;
+	for (int i = 0; i < 2; i++)
+		if (!j->done[i])
+			j->done[i] = sb_channel_recv_poll(&j->t->recv[i], w) == 0;
+	return j->done[0] && j->done[1] ? 0 : SB_PENDING;
+}
+
+static void join2_cancel(void *f)
+{
+	join2 *j = f;
+	for (int i = 0; i < 2; i++)
+		(void)sb_channel_recv_cancel(&j->t->recv[i]);
+}
+
+static const sb_future_ops join2_ops = { join2_poll, join2_cancel };
+
+static void a_case_waiting_on_two_channels_takes_both_items_once_it_won(void **state)
+{
+	(void)state;
+	two_channels t;
+	two_channels_init(&t, 1, 0);
+	join2 j = { &t, { 0, 0 } };
+	sb_semaphore sem;
+	assert_int_equal(sb_semaphore_init(&sem, 0), 0);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &sem, 1);
+	sb_select_case cases[2] = { SB_SELECT_CASE(&j, &join2_ops),
+				    SB_SELECT_CASE(&a, &sb_semaphore_acquire_ops) };
+	sb_select s;
+	assert_int_equal(sb_select_init(&s, cases, 2, 0, 0), 0);
+	assert_int_equal(sel_poll(&s, &t.w), SB_PENDING);
+	send_int(&t.ch[0], 1); /* claims the join's case */
+	send_int(&t.ch[1], 2); /* the same case: it may take this one too */
+	assert_int_equal(t.got[1], 2);
+	assert_int_equal(sel_poll(&s, &t.w), 0);
+	assert_int_equal(sb_select_index(&s), 0);
+	assert_int_equal(t.got[0], 1);
+	assert_int_equal(sb_semaphore_destroy(&sem), 0);
+	two_channels_destroy(&t);
+}
+
 /* -------------------------------------------------------------- threads */
 
 enum { PER_PRODUCER = 20000 };
@@ -661,6 +710,7 @@ int main(void)
 		cmocka_unit_test(the_seed_picks_the_case_tried_first),
 		cmocka_unit_test(two_cases_of_one_select_on_one_channel_never_meet),
 		cmocka_unit_test(a_select_nested_as_a_case_completes_with_its_inner_winner),
+		cmocka_unit_test(a_case_waiting_on_two_channels_takes_both_items_once_it_won),
 		cmocka_unit_test(items_racing_a_blocking_select_arrive_exactly_once_and_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,6 +125,8 @@ SCENARIO_ORDER = [
     "watch/update-16-receivers",
     "watch/read-latest",
     "watch/read-while-sending",
+    "select/two-channels",
+    "select/semaphore-or-deadline",
 ]
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
@@ -153,12 +155,16 @@ CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channe
 WATCH_SINGLE_THREAD = {"watch/update-16-receivers", "watch/read-latest"}
 WATCH_SCENARIOS = WATCH_SINGLE_THREAD | {"watch/read-while-sending"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
+# The select rows (bench/select.cc, bench/peers/src/select.rs, the Go peer):
+# single thread; instructions counted, no instruction target.
+SELECT_SCENARIOS = {"select/two-channels", "select/semaphore-or-deadline"}
 ZERO_ALLOC_SCENARIOS = (PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | LOOP_SCENARIOS
-                        | WATCH_SCENARIOS)
+                        | WATCH_SCENARIOS | SELECT_SCENARIOS)
 # The rows whose instructions per round are counted: one thread, no runtime
 # (the channel ping-pongs: one loop on one thread).
 SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
-                           | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS | WATCH_SINGLE_THREAD)
+                           | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS | WATCH_SINGLE_THREAD
+                           | SELECT_SCENARIOS)
 # Peers shown as context only: no target reads them, they are not "the best
 # peer" of any verdict or chart, and callgrind does not count them (Go's
 # runtime threads).  The Go program of bench/peers/go.

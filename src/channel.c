@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "park.h"
+#include "select_claim.h"
 #include "wait_future.h"
 
 /*
@@ -42,6 +43,16 @@
  * Wakes are collected in a batch and run after unlocking; a batch that
  * fills (close, a batch send, a receive refilling from many senders) is
  * flushed by unlocking, so a holder re-reads everything afterwards.
+ *
+ * A case of a select (src/select_claim.h) waits with its case's address in
+ * `remaining` instead of CH_WAITING.  Before it moves an item into or out
+ * of such a waiter, a holder must win the select's claim word
+ * (ch_claim_front).  One that loses detaches the waiter SB_WAITER_RETRY -
+ * nothing happened to it, and its wake makes the select poll again, where
+ * the future starts over with a first poll - and goes on to the next
+ * waiter.  A waiter of the holder's own select (its first poll runs inside
+ * that select's poll) is passed over: a select's cases never meet.  Close
+ * needs no claim: a case that completes with -EPIPE took no effect.
  */
 
 /* A linked waiter's `remaining`: one operation owed. */
@@ -131,6 +142,46 @@ static void ring_pop(sb_channel *ch, void *item)
 
 /* ---------------------------------------------------- handing items over */
 
+/* The value a waiter waits with: CH_WAITING, or its select case's address. */
+static inline size_t ch_waiting_value(const sb_waker *w)
+{
+	sb_select_case *c = sb_select_case_of(w);
+	return c ? (size_t)(uintptr_t)c : CH_WAITING;
+}
+
+/* ch_claim_front: a loser was sent back; make room and look again. */
+static sb_waiter ch_again_node;
+#define CH_AGAIN (&ch_again_node)
+
+/*
+ * Under the lock, `b` not full: the oldest waiter on the list at
+ * `head`/`tail` that may be served now; NULL when there is none.  A select
+ * case must win its claim first: one that loses is detached
+ * SB_WAITER_RETRY into `b` (CH_AGAIN: the caller makes room and asks
+ * again); one of `self` (the select the holder's operation polls for) is
+ * passed over and stays.
+ */
+static sb_waiter *ch_claim_front(sb_waiter **head, sb_waiter **tail, const sb_select *self,
+				 sb_wake_batch *b)
+{
+	for (sb_waiter *w = *head; w; w = w->next) {
+		size_t r = sb_waiter_remaining_locked(w);
+		if (r == CH_WAITING)
+			return w;
+		switch (sb_select_claim((sb_select_case *)(uintptr_t)r, self)) {
+		case SB_SELECT_CLAIM_WON:
+			return w;
+		case SB_SELECT_CLAIM_SELF:
+			continue;
+		case SB_SELECT_CLAIM_LOST:
+			sb_waiters_unlink(head, tail, w);
+			sb_waiter_detach_unlinked(w, SB_WAITER_RETRY, b);
+			return CH_AGAIN;
+		}
+	}
+	return NULL;
+}
+
 static inline sb_channel_send *ch_sender(sb_waiter *w)
 {
 	return SB_CONTAINER_OF(w, sb_channel_send, waiter);
@@ -149,12 +200,12 @@ static void ch_complete_sender(sb_channel *ch, sb_waiter *w, size_t final, sb_wa
 }
 
 /*
- * Under the lock, `b` not full: hands up to `n` items to the oldest
- * waiting receiver, which completes with them; returns how many it took.
+ * Under the lock, `b` not full: hands up to `n` items to the waiting
+ * receiver `w` (claimed), which completes with them; returns how many it took.
  */
-static size_t ch_hand_to_receiver(sb_channel *ch, const void *items, size_t n, sb_wake_batch *b)
+static size_t ch_hand_to_receiver(sb_channel *ch, sb_waiter *w, const void *items, size_t n,
+				  sb_wake_batch *b)
 {
-	sb_waiter *w = sb_waitq_front(&ch->q);
 	sb_channel_recv *r = ch_receiver(w);
 	size_t k = n < r->count ? n : r->count;
 	memcpy(r->items, items, k * ch_item_size(ch));
@@ -165,13 +216,17 @@ static size_t ch_hand_to_receiver(sb_channel *ch, const void *items, size_t n, s
 }
 
 /* Under the lock: moves waiting senders' items into free slots, oldest first. */
-static void ch_refill_from_senders(sb_channel *ch, sb_wake_batch *b)
+static void ch_refill_from_senders(sb_channel *ch, const sb_select *self, sb_wake_batch *b)
 {
 	for (;;) {
 		ch_make_room(ch, b);
-		if (ch->len == ch->capacity || ch->send_head == NULL)
+		if (ch->len == ch->capacity)
 			return;
-		sb_waiter *w = ch->send_head;
+		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
+		if (w == CH_AGAIN)
+			continue;
+		if (w == NULL)
+			return;
 		ring_push(ch, ch_sender(w)->item);
 		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
 	}
@@ -182,17 +237,23 @@ static void ch_refill_from_senders(sb_channel *ch, sb_wake_batch *b)
  * receivers, then into the ring - and returns how many.  A flush that lets a
  * close in ends the batch there.
  */
-static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n, sb_wake_batch *b)
+static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n,
+			     const sb_select *self, sb_wake_batch *b)
 {
 	size_t sent = 0;
-	while (sent < n && sb_waitq_front(&ch->q)) {
+	while (sent < n) {
 		if (sb_wake_batch_is_full(b)) {
 			sb_waitq_flush(&ch->q, b);
 			if (ch_is_closed_locked(ch))
 				return sent;
 			continue;
 		}
-		sent += ch_hand_to_receiver(ch, ch_item_at(ch, items, sent), n - sent, b);
+		sb_waiter *w = ch_claim_front(&ch->q.head, &ch->q.tail, self, b);
+		if (w == CH_AGAIN)
+			continue;
+		if (w == NULL)
+			break;
+		sent += ch_hand_to_receiver(ch, w, ch_item_at(ch, items, sent), n - sent, b);
 	}
 	while (sent < n && ch->len < ch->capacity) {
 		ring_push(ch, ch_item_at(ch, items, sent));
@@ -206,7 +267,8 @@ static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n, sb_wak
  * the ring, or (the ring empty) straight from waiting senders - then refills
  * the ring from the senders still waiting.  Returns how many.
  */
-static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, sb_wake_batch *b)
+static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, const sb_select *self,
+			     sb_wake_batch *b)
 {
 	size_t got = 0;
 	while (got < n) {
@@ -215,13 +277,17 @@ static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, sb_wake_batc
 			continue;
 		}
 		ch_make_room(ch, b);
-		sb_waiter *w = ch->send_head;
+		if (ch->len > 0)
+			continue; /* the flush let a sender in */
+		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
+		if (w == CH_AGAIN)
+			continue;
 		if (w == NULL)
 			break;
 		memcpy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch_item_size(ch));
 		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
 	}
-	ch_refill_from_senders(ch, b);
+	ch_refill_from_senders(ch, self, b);
 	return got;
 }
 
@@ -313,10 +379,13 @@ int sb_channel_try_send_many(sb_channel *ch, const void *items, size_t n)
 	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	size_t sent = ch_send_locked(ch, items, n, &batch);
+	size_t sent = ch_send_locked(ch, items, n, NULL, &batch);
+	bool closed = ch_is_closed_locked(ch); /* a flush may have let a close in */
 	ch_unlock(ch);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
-	return sent ? (int)sent : -EAGAIN;
+	if (sent)
+		return (int)sent;
+	return closed ? -EPIPE : -EAGAIN;
 }
 
 int sb_channel_try_send_slow(sb_channel *ch, const void *item)
@@ -336,8 +405,10 @@ int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted)
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	int r = 0;
-	if (ch_send_locked(ch, item, 1, &batch) == 0) {
-		if (ch->capacity == 0) {
+	if (ch_send_locked(ch, item, 1, NULL, &batch) == 0) {
+		if (ch_is_closed_locked(ch)) {
+			r = -EPIPE; /* a flush let a close in */
+		} else if (ch->capacity == 0) {
 			r = -EAGAIN; /* nothing held, nothing to evict */
 		} else {
 			ring_pop(ch, evicted);
@@ -354,10 +425,11 @@ int sb_channel_try_recv_many(sb_channel *ch, void *items, size_t n)
 {
 	if (items == NULL || n == 0 || n > INT_MAX)
 		return -EINVAL;
-	bool closed = ch_lock(ch);
+	ch_lock(ch);
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	size_t got = ch_recv_locked(ch, items, n, &batch);
+	size_t got = ch_recv_locked(ch, items, n, NULL, &batch);
+	bool closed = ch_is_closed_locked(ch); /* after: a flush may have let a close in */
 	ch_unlock(ch);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 	if (got)
@@ -373,16 +445,27 @@ int sb_channel_try_recv_slow(sb_channel *ch, void *item)
 
 /* -------------------------------------------------------------- futures */
 
-/* A detached waiter's result: its operation happened, or close came first. */
+/*
+ * A detached waiter's result: its operation happened, close came first, or
+ * a select's claim sent it back (RETRY: nothing happened).
+ */
 static inline int ch_settle(size_t final)
 {
+	if (final == SB_WAITER_RETRY)
+		return -ECANCELED;
 	return final == SB_WAITER_GRANTED ? 0 : -EPIPE;
 }
 
-/* A re-poll of either future: settled, still waiting, or re-registered. */
+/*
+ * A re-poll of either future: settled, still waiting, re-registered, or -
+ * sent back by a select's claim - SB_FUTURE_IDLE: the caller starts over
+ * with a first poll.
+ */
 static int ch_repoll(sb_channel *ch, sb_waiter *w, const sb_waker *waker)
 {
 	size_t r = sb_waitq_repoll(&ch->q, w, waker);
+	if (r == SB_WAITER_RETRY)
+		return SB_FUTURE_IDLE;
 	return sb_waiter_is_detached(r) ? ch_settle(r) : SB_PENDING;
 }
 
@@ -414,6 +497,22 @@ static int ch_cancel_unqueued(int *status, const sb_channel *ch)
 	return sb_future_done_result(*status, ch);
 }
 
+/*
+ * The clone a slow first poll makes before it takes the lock.  When the
+ * word shows the lock free, the channel open and nobody waiting on the
+ * other side (`other`), the inline path before it has just found the ring
+ * full (a send) or empty (a receive): the future will most likely wait, and
+ * cloning first saves a second round of the lock (a select's case that is
+ * not ready pays it in every round).  A guess: a clone it turns out not to
+ * need is dropped after the unlock.
+ */
+static sb_waker ch_clone_if_wait_likely(const sb_channel *ch, size_t other, const sb_waker *w)
+{
+	if (sb_waitq_load(&ch->q) & (SB_QLOCK_HELD | SB_CHANNEL_STATE_CLOSED | other))
+		return SB_NO_WAKER;
+	return sb_waker_clone(w);
+}
+
 /* Done, or queued with a clone of `w`: the lock decides, the clone is made outside it. */
 static int ch_send_first_poll(void *future, const sb_waker *w)
 {
@@ -421,7 +520,8 @@ static int ch_send_first_poll(void *future, const sb_waker *w)
 	sb_channel *ch = f->channel;
 	if (f->item == NULL)
 		return -EINVAL;
-	sb_waker clone = SB_NO_WAKER;
+	const sb_select *self = sb_select_of(w);
+	sb_waker clone = ch_clone_if_wait_likely(ch, SB_WAITQ_NONEMPTY, w);
 	for (;;) {
 		if (ch_lock(ch)) {
 			ch_unlock(ch);
@@ -430,29 +530,51 @@ static int ch_send_first_poll(void *future, const sb_waker *w)
 		}
 		sb_wake_batch batch;
 		sb_wake_batch_init(&batch);
-		if (ch_send_locked(ch, f->item, 1, &batch) == 1) {
+		if (ch_send_locked(ch, f->item, 1, self, &batch) == 1) {
 			ch_unlock(ch);
 			sb_waitq_after_unlock(&batch, clone);
 			return 0;
 		}
-		if (clone.vtable) {
-			sb_waiters_push(&ch->send_head, &ch->send_tail, &f->waiter, CH_WAITING, clone);
+		/* A flush in ch_send_locked may have let a close in. */
+		if (clone.vtable && !ch_is_closed_locked(ch)) {
+			sb_waiters_push(&ch->send_head, &ch->send_tail, &f->waiter,
+					ch_waiting_value(w), clone);
 			ch_unlock(ch);
+			sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 			return SB_PENDING;
 		}
 		ch_unlock(ch);
-		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
+		sb_waitq_after_unlock(&batch, SB_NO_WAKER); /* waiters a claim sent back */
+		if (!clone.vtable)
+			clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
 	}
 }
 
 static int ch_send_repoll(void *future, const sb_waker *w)
 {
 	sb_channel_send *f = future;
-	return ch_repoll(f->channel, &f->waiter, w);
+	int r = ch_repoll(f->channel, &f->waiter, w);
+	return r == SB_FUTURE_IDLE ? ch_send_first_poll(f, w) : r;
+}
+
+/*
+ * A select's first look (sb_select_probing): the inline path just found the
+ * ring full or empty, and the word says nobody waits on the other side, so
+ * the operation cannot happen now - answer SB_PENDING without waiting.  A
+ * word that says otherwise (the lock held, the channel closed, waiters)
+ * gets a first poll, which may wait.
+ */
+static bool ch_probe_says_not_now(const sb_channel *ch, size_t other, const sb_waker *w)
+{
+	return sb_select_probing(w) &&
+	       !(sb_waitq_load(&ch->q) & (SB_QLOCK_HELD | SB_CHANNEL_STATE_CLOSED | other));
 }
 
 int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
 {
+	if (f->status == SB_FUTURE_IDLE && f->item &&
+	    ch_probe_says_not_now(f->channel, SB_WAITQ_NONEMPTY, w))
+		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_send_first_poll,
 				   ch_send_repoll);
 }
@@ -471,25 +593,32 @@ static int ch_recv_first_poll(void *future, const sb_waker *w)
 	sb_channel *ch = f->channel;
 	if (f->items == NULL || f->count == 0)
 		return -EINVAL;
-	sb_waker clone = SB_NO_WAKER;
+	const sb_select *self = sb_select_of(w);
+	/* Only a receive of one item tried the inline path. */
+	sb_waker clone = f->count == 1 ? ch_clone_if_wait_likely(ch, SB_CHANNEL_STATE_SENDERS, w)
+				       : SB_NO_WAKER;
 	for (;;) {
-		bool closed = ch_lock(ch);
+		ch_lock(ch);
 		sb_wake_batch batch;
 		sb_wake_batch_init(&batch);
-		size_t got = ch_recv_locked(ch, f->items, f->count, &batch);
+		size_t got = ch_recv_locked(ch, f->items, f->count, self, &batch);
+		/* Read after: a flush in ch_recv_locked may have let a close in. */
+		bool closed = ch_is_closed_locked(ch);
 		if (got > 0 || closed) {
 			ch_unlock(ch);
 			sb_waitq_after_unlock(&batch, clone);
 			f->count = (uint32_t)got;
 			return got > 0 ? 0 : -EPIPE;
 		}
-		/* Nothing moved, so nothing was batched. */
+		/* Only waiters a claim sent back may be in the batch. */
 		if (clone.vtable) {
-			sb_waitq_push(&ch->q, &f->waiter, CH_WAITING, clone);
+			sb_waitq_push(&ch->q, &f->waiter, ch_waiting_value(w), clone);
 			ch_unlock(ch);
+			sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 			return SB_PENDING;
 		}
 		ch_unlock(ch);
+		sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
 	}
 }
@@ -497,11 +626,16 @@ static int ch_recv_first_poll(void *future, const sb_waker *w)
 static int ch_recv_repoll(void *future, const sb_waker *w)
 {
 	sb_channel_recv *f = future;
-	return ch_repoll(f->channel, &f->waiter, w);
+	int r = ch_repoll(f->channel, &f->waiter, w);
+	return r == SB_FUTURE_IDLE ? ch_recv_first_poll(f, w) : r;
 }
 
 int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
+	/* Only a receive of one item tried the inline path. */
+	if (f->status == SB_FUTURE_IDLE && f->count == 1 && f->items &&
+	    ch_probe_says_not_now(f->channel, SB_CHANNEL_STATE_SENDERS, w))
+		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_recv_first_poll,
 				   ch_recv_repoll);
 }

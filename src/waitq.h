@@ -35,6 +35,9 @@
  *   SB_WAITER_LONE                a lone waiter (src/lone.h)
  *   SB_WAITER_GRANTED (0)         detached, everything granted
  *   SB_WAITER_CLOSED              detached, completed with an error
+ *   SB_WAITER_RETRY               detached, nothing happened: a select's
+ *                                 claim sent it back (the channel's cases,
+ *                                 src/select_claim.h); its owner starts over
  *
  * `waker` is written only by the node's owner (when it registers, and when
  * it re-registers under the lock); a lock holder only reads it.  So the
@@ -60,6 +63,7 @@
 #include <syncband/future.h>
 
 #include "lock.h"
+#include "select_claim.h"
 
 /* The bits of the word are defined in <syncband/future.h> (they are ABI). */
 #define SB_WAITQ_BITS (SB_QLOCK_BITS | SB_WAITQ_NONEMPTY)
@@ -82,6 +86,9 @@ _Static_assert(SB_WAITQ_BITS < ((size_t)1 << SB_WAITQ_STATE_SHIFT),
  * mutex's woken head.  A re-poll returns it to the caller, untouched.
  */
 #define SB_WAITER_WOKEN (SIZE_MAX - 4)
+/* Detached by a channel whose claim on the waiter's select failed: nothing
+ * happened to it (src/channel.c). */
+#define SB_WAITER_RETRY (SIZE_MAX - 5)
 
 /*
  * Wakers collected under the lock, run after it; Tokio uses 32 too.  The
@@ -100,7 +107,8 @@ typedef struct sb_wake_batch {
 
 static inline bool sb_waiter_is_detached(size_t remaining)
 {
-	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED;
+	return remaining == SB_WAITER_GRANTED || remaining == SB_WAITER_CLOSED ||
+	       remaining == SB_WAITER_RETRY;
 }
 
 /* Released by a broadcast, still linked: the owner must unlink it itself. */
@@ -427,7 +435,8 @@ size_t sb_waitq_cancel(sb_waitq *q, sb_waiter *w);
 /* The clone a re-poll registers: none when the waiter keeps its waker. */
 static inline sb_waker sb_waitq_repoll_clone(const sb_waiter *w, size_t remaining, const sb_waker *waker)
 {
-	if (sb_waiter_is_released(remaining) || sb_waker_will_wake(&w->waker, waker))
+	if (sb_waiter_is_released(remaining) ||
+	    sb_waker_will_wake(&w->waker, sb_waker_resolve(waker)))
 		return SB_NO_WAKER;
 	return sb_waker_clone(waker);
 }
@@ -451,7 +460,9 @@ static inline bool sb_waitq_repoll_is_settled(const sb_waiter *w, size_t remaini
 {
 	if (sb_waiter_is_detached(remaining))
 		return true;
-	return !sb_waiter_is_released(remaining) && sb_waker_will_wake(&w->waker, waker);
+	/* A select's branch waker stands for its caller's (src/select_claim.h). */
+	return !sb_waiter_is_released(remaining) &&
+	       sb_waker_will_wake(&w->waker, sb_waker_resolve(waker));
 }
 
 /*

@@ -533,6 +533,59 @@ typedef struct blocked {
 	int result;
 } blocked;
 
+static void every_select_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c;
+	counting_waker_init(&c);
+	sb_waker w = counting_waker_ref(&c);
+	long before = atomic_load(&allocations);
+
+	/* a case ready at once, cases that wait, a claim won and one lost, a
+	 * permit handed back, a deadline, a cancel */
+	long slots[2][1], got[2], item = 7;
+	sb_channel ch[2];
+	sb_semaphore sem;
+	assert_int_equal(sb_semaphore_init(&sem, 0), 0);
+	for (int round = 0; round < 3; round++) {
+		sb_channel_recv r[2];
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(sb_channel_init(&ch[i], slots[i], sizeof(long), 1), 0);
+			sb_channel_recv_init(&r[i], &ch[i], &got[i]);
+		}
+		sb_semaphore_acquire a;
+		sb_semaphore_acquire_init(&a, &sem, 1);
+		sb_deadline d;
+		sb_deadline_init(&d, &r[1], &sb_channel_recv_ops);
+		sb_select_case cases[3] = { SB_SELECT_CASE(&r[0], &sb_channel_recv_ops),
+					    SB_SELECT_CASE(&d, &sb_deadline_ops),
+					    SB_SELECT_CASE(&a, &sb_semaphore_acquire_ops) };
+		sb_select s;
+		assert_int_equal(sb_select_init(&s, cases, 3, (uint32_t)round, 0), 0);
+		assert_int_equal(sb_select_poll(&s, &w), SB_PENDING);
+		assert_int_equal(sb_semaphore_release(&sem, 1), 0);
+		if (round == 0) {
+			assert_int_equal(sb_channel_try_send(&ch[0], &item), 0);
+			assert_int_equal(sb_channel_try_send(&ch[1], &item), 0); /* lost: the ring */
+			assert_int_equal(sb_select_poll(&s, &w), 0);
+		} else if (round == 1) {
+			sb_deadline_expire(&d);
+			assert_int_equal(sb_select_poll(&s, &w), 0);
+		} else {
+			assert_int_equal(sb_select_cancel(&s), -ECANCELED);
+		}
+		for (int i = 0; i < 2; i++) {
+			(void)sb_channel_try_recv(&ch[i], &got[i]);
+			assert_int_equal(sb_channel_destroy(&ch[i]), 0);
+		}
+		(void)sb_semaphore_try_acquire(&sem, 1);
+	}
+	assert_int_equal(sb_semaphore_destroy(&sem), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live), 0);
+}
+
 static void *block(void *p)
 {
 	blocked *b = p;
@@ -576,6 +629,7 @@ int main(void)
 		cmocka_unit_test(every_channel_path_allocates_nothing),
 		cmocka_unit_test(every_broadcast_path_allocates_nothing),
 		cmocka_unit_test(every_watch_path_allocates_nothing),
+		cmocka_unit_test(every_select_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <syncband/channel.h>
 #include <syncband/broadcast.h>
 #include <syncband/watch.h>
+#include <syncband/select.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 

@@ -33,6 +33,7 @@ mod primitives;
 mod registry;
 mod rwlock_barrier_once;
 mod watch;
+mod select;
 
 use std::process::ExitCode;
 

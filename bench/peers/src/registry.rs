@@ -544,5 +544,6 @@ pub fn rows() -> Vec<Row> {
         run("broadcast/fan-out-16-threads", TOKIO, 1_000_000, bc::fan_out_16_threads_tokio),
     ]);
     rows.extend(watch_rows());
+    rows.extend(crate::select::rows());
     rows
 }

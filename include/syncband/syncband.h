@@ -17,5 +17,6 @@
 #include <syncband/channel.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
+#include <syncband/driver.h>
 
 #endif

@@ -72,18 +72,18 @@ typedef struct sb_uv_timer {
 
 /* --- private helpers ------------------------------------------------------ */
 
-static inline uv_handle_t *sb_uv__handle(void *h)
+static inline uv_handle_t *sb__uv_handle(void *h)
 {
 	return SB_CAST(uv_handle_t *, h);
 }
 
 /* Any thread: a task was queued while the loop was not looking. */
-static inline void sb_uv__ring(void *ctx)
+static inline void sb__uv_ring(void *ctx)
 {
 	uv_async_send(SB_CAST(uv_async_t *, ctx));
 }
 
-static inline void sb_uv__doorbell_closed(uv_handle_t *h)
+static inline void sb__uv_doorbell_closed(uv_handle_t *h)
 {
 	sb_uv *u = SB_CAST(sb_uv *, h->data);
 	if (u->on_closed)
@@ -95,27 +95,27 @@ static inline void sb_uv__doorbell_closed(uv_handle_t *h)
  * thread before (in the closer), so idle is final: no wake, drop or spawn
  * will ring again, and every ring made before hit the live handle.
  */
-static inline void sb_uv__finish(sb_uv *u)
+static inline void sb__uv_finish(sb_uv *u)
 {
 	if (u->state != 1 || !sb_loop_idle(&u->loop))
 		return;
 	u->state = 2;
-	uv_close(sb_uv__handle(&u->doorbell), sb_uv__doorbell_closed);
+	uv_close(sb__uv_handle(&u->doorbell), sb__uv_doorbell_closed);
 }
 
-static inline void sb_uv__on_doorbell(uv_async_t *a)
+static inline void sb__uv_on_doorbell(uv_async_t *a)
 {
 	sb_uv *u = SB_CAST(sb_uv *, a->data);
 	/* Out of budget, the loop rings itself: libuv calls again after its
 	 * other events. */
 	(void)sb_loop_run(&u->loop, SB_LOOP_BUDGET, NULL);
-	sb_uv__finish(u);
+	sb__uv_finish(u);
 }
 
 /* The closer's one poll, on the loop's thread: close the loop to spawns.
  * Being a spawned task, it kept the loop busy from the closing thread's
  * spawn (which rang a live doorbell) until its release. */
-static inline int sb_uv__close_poll(sb_loop_task *t, const sb_waker *w)
+static inline int sb__uv_close_poll(sb_loop_task *t, const sb_waker *w)
 {
 	(void)w;
 	sb_uv *u = SB_CONTAINER_OF(t, sb_uv, closer);
@@ -135,14 +135,14 @@ static inline int sb_uv__close_poll(sb_loop_task *t, const sb_waker *w)
  */
 static inline int sb_uv_init(sb_uv *u, uv_loop_t *uv_loop, sb_uv_closed_fn on_closed)
 {
-	int rc = uv_async_init(uv_loop, &u->doorbell, sb_uv__on_doorbell);
+	int rc = uv_async_init(uv_loop, &u->doorbell, sb__uv_on_doorbell);
 	if (rc != 0)
 		return rc;
 	u->doorbell.data = u;
 	u->state = 0;
 	u->on_closed = on_closed;
-	sb_loop_init(&u->loop, sb_uv__ring, &u->doorbell);
-	sb_loop_task_init(&u->closer, sb_uv__close_poll, NULL);
+	sb_loop_init(&u->loop, sb__uv_ring, &u->doorbell);
+	sb_loop_task_init(&u->closer, sb__uv_close_poll, NULL);
 	return 0;
 }
 
@@ -176,7 +176,7 @@ static inline int sb_uv_close(sb_uv *u)
 
 /* --- deadline timers ------------------------------------------------------ */
 
-static inline void sb_uv__timer_fired(uv_timer_t *h)
+static inline void sb__uv_timer_fired(uv_timer_t *h)
 {
 	sb_uv_timer *tm = SB_CAST(sb_uv_timer *, h->data);
 	if (tm->deadline)
@@ -184,7 +184,7 @@ static inline void sb_uv__timer_fired(uv_timer_t *h)
 	sb_loop_wake(tm->task); /* we hold a reference until our close */
 }
 
-static inline void sb_uv__timer_closed(uv_handle_t *h)
+static inline void sb__uv_timer_closed(uv_handle_t *h)
 {
 	sb_uv_timer *tm = SB_CAST(sb_uv_timer *, h->data);
 	sb_loop_task *task = tm->task;
@@ -216,7 +216,7 @@ static inline int sb_uv_timer_start(sb_uv *u, sb_uv_timer *tm, sb_deadline *dead
 	tm->deadline = deadline;
 	tm->task = task;
 	tm->on_closed = NULL;
-	return uv_timer_start(&tm->handle, sb_uv__timer_fired, timeout_ms, 0);
+	return uv_timer_start(&tm->handle, sb__uv_timer_fired, timeout_ms, 0);
 }
 
 /*
@@ -228,7 +228,7 @@ static inline int sb_uv_timer_start(sb_uv *u, sb_uv_timer *tm, sb_deadline *dead
 static inline void sb_uv_timer_close(sb_uv_timer *tm, void (*on_closed)(sb_uv_timer *tm))
 {
 	tm->on_closed = on_closed;
-	uv_close(sb_uv__handle(&tm->handle), sb_uv__timer_closed);
+	uv_close(sb__uv_handle(&tm->handle), sb__uv_timer_closed);
 }
 
 #ifdef __cplusplus

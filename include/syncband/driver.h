@@ -59,7 +59,10 @@ struct sb_driver_timer {
 	sb_driver_timer_fn fn;
 };
 
-/* Caller-owned; lives until sb_driver_run returned.  Fields are private. */
+/*
+ * Caller-owned; lives until sb_driver_run returned and no thread will call
+ * sb_driver_spawn or sb_driver_close on it any more.  Fields are private.
+ */
 struct sb_driver {
 	sb_loop loop;
 	SB_ATOMIC(uint32_t) bell;     /* doorbell: rung, sleeping, closed; see src/driver.c */
@@ -71,7 +74,9 @@ SB_API void sb_driver_init(sb_driver *d);
 
 /*
  * The driver's loop, for everything loop.h offers (sb_loop_spawn, ...).
- * Its doorbell belongs to the driver: do not call sb_loop_run on it.
+ * Its doorbell belongs to the driver: do not call sb_loop_run on it, and
+ * close it with sb_driver_close, not sb_loop_close (which would not wake the
+ * driver, nor let sb_driver_run return).
  */
 SB_API sb_loop *sb_driver_loop(sb_driver *d);
 

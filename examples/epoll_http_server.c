@@ -51,11 +51,14 @@ static void accept_all(void)
 		if (fd < 0)
 			return;
 		http_conn *c = http_conn_new(fd);
+		/* Spawned first (refused and freed once closed); it runs at the
+		 * next sb_loop_run_ready, on this thread, after the registration. */
+		if (http_spawn(&loop, c) != 0)
+			continue;
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 					  .data.ptr = c };
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 			abort();
-		http_spawn(&loop, c); /* the loop's thread: never refused while lfd is open */
 	}
 }
 

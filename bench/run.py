@@ -122,6 +122,9 @@ SCENARIO_ORDER = [
     "channel/mpmc-4-to-4",
     "channel/mpmc-16-to-16",
     "loop/ping-pong-same-thread",
+    "watch/update-16-receivers",
+    "watch/read-latest",
+    "watch/read-while-sending",
 ]
 
 # The primitive scenarios: bench/README.md wants 0 allocations per round on
@@ -145,12 +148,17 @@ LOOP_SCENARIOS = {sc for sc in SCENARIO_ORDER if sc.startswith("loop/")}
 # runs them with --waits (every receive timed), as the contention rows.
 CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channel/spmc-1-to-4",
                           "channel/mpmc-4-to-4", "channel/mpmc-16-to-16"}
+# The watch rows (bench/watch.cc, bench/peers/src/watch.rs); the first two
+# run on one thread, so their instructions per round are counted too.
+WATCH_SINGLE_THREAD = {"watch/update-16-receivers", "watch/read-latest"}
+WATCH_SCENARIOS = WATCH_SINGLE_THREAD | {"watch/read-while-sending"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
-ZERO_ALLOC_SCENARIOS = PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | LOOP_SCENARIOS
+ZERO_ALLOC_SCENARIOS = (PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | LOOP_SCENARIOS
+                        | WATCH_SCENARIOS)
 # The rows whose instructions per round are counted: one thread, no runtime
 # (the channel ping-pongs: one loop on one thread).
 SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
-                           | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS)
+                           | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS | WATCH_SINGLE_THREAD)
 # Peers shown as context only: no target reads them, they are not "the best
 # peer" of any verdict or chart, and callgrind does not count them (Go's
 # runtime threads).  The Go program of bench/peers/go.

@@ -70,6 +70,7 @@ int main(void)
 	sb_loop_init(&loop, ring, NULL);
 	if (tour_start(&loop) != 0)
 		return 1;
+	sb_loop_close(&loop); /* every task is spawned: idle then means drained */
 	/* Until every task is done and every waker clone dropped. */
 	while (!sb_loop_idle(&loop)) {
 		struct epoll_event evs[16];

@@ -20,18 +20,19 @@
  *                    QUEUED), one per waker clone, and a spawner's or
  *                    waker's own for the length of its push and ring
  *
- * Running a queued task clears QUEUED (the queue's reference becomes the
- * poll's), polls, and drops that reference, and the spawn's too when the
- * task finished.  A wake that finds the task queued still writes the word,
+ * Running a queued task clears QUEUED and drops the queue's reference in
+ * one RMW (the spawn's reference keeps an unfinished task alive through its
+ * poll), polls, and drops the spawn's reference when the task finished.  A wake that finds the task queued still writes the word,
  * so that the clear of QUEUED before the poll reads from it (release, then
  * acquire): whatever the waker's caller did happens-before that poll.
  *
  * The inbox is a LIFO stack: pushes CAS a task on top, the loop takes the
- * whole stack with one exchange and reverses it.  While the loop runs a
- * batch the inbox's "empty" is AWAKE rather than NULL: a push onto AWAKE
- * does not ring, and at the end of the batch the loop swaps AWAKE back to
- * NULL, or rings itself when tasks arrived meanwhile.  So a push rings
- * exactly when it makes the inbox non-empty and nobody is going to look.
+ * whole stack with one exchange and reverses it.  While the loop runs its
+ * tasks the inbox's "empty" is AWAKE rather than NULL: a push onto AWAKE
+ * does not ring, and at the end of the run the loop swaps AWAKE back to
+ * NULL, or rings itself when it stopped for its budget with tasks queued.
+ * So a push rings exactly when it makes the inbox non-empty and nobody is
+ * going to look.
  * Only the loop takes from the inbox (single consumer), so there is no ABA:
  * a task cannot leave and come back between a pusher's load and its CAS.
  *
@@ -67,7 +68,7 @@
 /* sb_loop.tasks: the count of spawned, unreleased tasks, and this bit. */
 #define LOOP_CLOSED ((size_t)1 << (sizeof(size_t) * CHAR_BIT - 1))
 
-/* The inbox's "empty, and the loop is running a batch". */
+/* The inbox's "empty, and the loop is running its tasks". */
 static sb_loop_task loop_awake;
 #define AWAKE (&loop_awake)
 
@@ -325,30 +326,28 @@ static size_t run_one(sb_loop *l, sb_loop_task *t)
 		task_release(l, t); /* pushed by its last reference's drop */
 		return 0;
 	}
-	if (s & DONE) {
-		/* Queued by a wake that raced its last poll: drop the queue's reference. */
-		/* acq_rel: as in task_unref, which this is, fused with clearing QUEUED. */
-		size_t old = atomic_fetch_sub_explicit(&t->state, QUEUED + REF_ONE,
-						       memory_order_acq_rel);
+	/* Clear QUEUED and drop the queue's reference in one RMW.  An unfinished
+	 * task keeps the spawn's reference through the poll (only a finished
+	 * poll drops it, below), so the poll needs none of its own.  acq_rel.
+	 * acquire: pairs with the release CAS of every wake since it was queued
+	 * and, when this drops the last reference, with the other droppers (as
+	 * in task_unref).  release: our reads and writes of t->next (the
+	 * batch's links) come before the push of the wake that queues it next. */
+	size_t old = atomic_fetch_sub_explicit(&t->state, QUEUED + REF_ONE, memory_order_acq_rel);
+	if (old & DONE) {
+		/* Queued by a wake that raced its last poll: not polled again. */
 		if (refs_of(old) == 1)
 			task_release(l, t);
 		return 0;
 	}
-	/* acq_rel.  acquire: pairs with the release CAS of every wake since it
-	 * was queued.  release: our reads and writes of t->next (the batch's
-	 * links) come before the push of the wake that queues it next. */
-	atomic_fetch_and_explicit(&t->state, ~QUEUED, memory_order_acq_rel);
 	sb_waker w = { &loop_waker_vtable, t };
-	int r = t->poll(t, &w);
-	if (r == SB_PENDING) {
-		task_unref(t, 1, true);
+	if (t->poll(t, &w) == SB_PENDING)
 		return 1;
-	}
-	/* Finished: set DONE and drop the poll's and the spawn's references in
-	 * one RMW (DONE is clear, so adding DONE - 2 * REF_ONE, modulo the word,
-	 * sets it).  acq_rel: as in task_unref. */
-	size_t old = atomic_fetch_add_explicit(&t->state, DONE - 2 * REF_ONE, memory_order_acq_rel);
-	if (refs_of(old) == 2)
+	/* Finished: set DONE and drop the spawn's reference in one RMW (DONE is
+	 * clear, so adding DONE - REF_ONE, modulo the word, sets it).  acq_rel:
+	 * as in task_unref. */
+	old = atomic_fetch_add_explicit(&t->state, DONE - REF_ONE, memory_order_acq_rel);
+	if (refs_of(old) == 1)
 		task_release(l, t);
 	return 1;
 }

@@ -343,6 +343,61 @@ static void every_latch_path_allocates_nothing(void **state)
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
 }
 
+/* send_if's callback: changes the first long, tells receivers if *arg. */
+static bool watch_touch(void *value, void *arg)
+{
+	((long *)value)[0]++;
+	return *(bool *)arg;
+}
+
+static void every_watch_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* sends inline and to waiters past one wake batch, send_if both ways,
+	 * reads, re-polls with a new waker, cancels, blocking timeouts, close */
+	long storage[4] = { 0 }, value[4] = { 1, 2, 3, 4 }, out[4];
+	sb_watch wt;
+	sb_watch_receiver rx;
+	assert_int_equal(sb_watch_init(&wt, storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&wt, &rx), 0);
+	assert_int_equal(sb_watch_send(&wt, value), 0);
+	assert_int_equal(sb_watch_read(&rx, out), 0);
+	assert_int_equal(sb_watch_changed_blocking(&rx, 1000), -ETIMEDOUT);
+	enum { N = 40 };
+	sb_watch_changed f[N];
+	for (int i = 0; i < N; i++) {
+		sb_watch_changed_init(&f[i], &rx);
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_watch_changed_poll(&f[1], &wd), SB_PENDING);
+	sb_watch_changed_cancel(&f[0]);
+	assert_int_equal(sb_watch_send_if(&wt, watch_touch, &(bool){ false }), 0);
+	assert_int_equal(sb_watch_send_if(&wt, watch_touch, &(bool){ true }), 1);
+	for (int i = 1; i < N; i++)
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), 0);
+	assert_int_equal(sb_watch_changed_blocking(&rx, 0), 0);
+	assert_int_equal(sb_watch_read(&rx, out), 0);
+	for (int i = 0; i < N; i++) {
+		sb_watch_changed_init(&f[i], &rx);
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), SB_PENDING);
+	}
+	sb_watch_close(&wt);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_watch_changed_poll(&f[i], &w), -EPIPE);
+	assert_int_equal(sb_watch_send(&wt, value), -EPIPE);
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(sb_watch_destroy(&wt), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
 static void every_channel_path_allocates_nothing(void **state)
 {
 	(void)state;
@@ -396,6 +451,77 @@ static void every_channel_path_allocates_nothing(void **state)
 	assert_int_equal(sb_channel_recv_poll(&one, &w), 0);
 	assert_int_equal(out[0], 7);
 	assert_int_equal(sb_channel_destroy(&rv), 0);
+
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
+}
+
+static void every_broadcast_path_allocates_nothing(void **state)
+{
+	(void)state;
+	counting_waker c, d;
+	counting_waker_init(&c);
+	counting_waker_init(&d);
+	sb_waker w = counting_waker_ref(&c), wd = counting_waker_ref(&d);
+	long before = atomic_load(&allocations);
+
+	/* subscribe, fan-out to more waiting receives than a wake batch, a
+	 * lag, back-pressured senders let in by a read and an unsubscribe,
+	 * cancels, close, blocking timeouts */
+	enum { N = 40 };
+	long slots[2], item = 1, out[N];
+	sb_broadcast bc;
+	assert_int_equal(sb_broadcast_init(&bc, slots, sizeof(long), 2, SB_BROADCAST_LAGGING), 0);
+	sb_broadcast_receiver rx[N];
+	sb_broadcast_recv r[N];
+	for (int i = 0; i < N; i++) {
+		rx[i] = (sb_broadcast_receiver)SB_BROADCAST_RECEIVER_INIT;
+		assert_int_equal(sb_broadcast_subscribe(&bc, &rx[i]), 0);
+		sb_broadcast_recv_init(&r[i], &rx[i], &out[i]);
+		assert_int_equal(sb_broadcast_recv_poll(&r[i], &w), SB_PENDING);
+	}
+	assert_int_equal(sb_broadcast_try_send(&bc, &item), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_broadcast_recv_poll(&r[i], &w), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sb_broadcast_try_send(&bc, &item), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[0], &out[0]), -EOVERFLOW);
+	assert_int_equal(sb_broadcast_recv_blocking(&rx[0], &out[0], 0), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_broadcast_unsubscribe(&rx[i]), 0);
+	sb_broadcast_close(&bc);
+	assert_int_equal(sb_broadcast_destroy(&bc), 0);
+
+	assert_int_equal(sb_broadcast_init(&bc, slots, sizeof(long), 1, SB_BROADCAST_BACKPRESSURE),
+			 0);
+	assert_int_equal(sb_broadcast_subscribe(&bc, &rx[0]), 0);
+	assert_int_equal(sb_broadcast_subscribe(&bc, &rx[1]), 0);
+	assert_int_equal(sb_broadcast_send_blocking(&bc, &item, 0), 0);
+	assert_int_equal(sb_broadcast_send_blocking(&bc, &item, 1000), -ETIMEDOUT);
+	sb_broadcast_send s[3];
+	for (int i = 0; i < 3; i++) {
+		sb_broadcast_send_init(&s[i], &bc, &item);
+		assert_int_equal(sb_broadcast_send_poll(&s[i], i ? &wd : &w), SB_PENDING);
+	}
+	assert_int_equal(sb_broadcast_try_recv(&rx[0], &out[0]), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[1], &out[0]), 0); /* lets s[0] in */
+	assert_int_equal(sb_broadcast_send_poll(&s[0], &w), 0);
+	assert_int_equal(sb_broadcast_try_recv(&rx[1], &out[0]), 0);
+	assert_int_equal(sb_broadcast_unsubscribe(&rx[0]), 0); /* lets s[1] in */
+	assert_int_equal(sb_broadcast_send_cancel(&s[1]), 0);
+	assert_int_equal(sb_broadcast_send_cancel(&s[2]), -ECANCELED);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), 0);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), SB_PENDING);
+	assert_int_equal(sb_broadcast_recv_cancel(&r[0]), -ECANCELED);
+	assert_int_equal(sb_broadcast_recv_blocking(&rx[1], &out[0], 1000), -ETIMEDOUT);
+	sb_broadcast_recv_init(&r[0], &rx[1], &out[0]);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), SB_PENDING);
+	sb_broadcast_close(&bc);
+	assert_int_equal(sb_broadcast_recv_poll(&r[0], &w), -EPIPE);
+	assert_int_equal(sb_broadcast_unsubscribe(&rx[1]), 0);
+	assert_int_equal(sb_broadcast_destroy(&bc), 0);
 
 	assert_int_equal(atomic_load(&allocations) - before, 0);
 	assert_int_equal(atomic_load(&c.live) + atomic_load(&d.live), 0);
@@ -503,6 +629,8 @@ int main(void)
 		cmocka_unit_test(every_rwlock_path_allocates_nothing),
 		cmocka_unit_test(every_latch_path_allocates_nothing),
 		cmocka_unit_test(every_channel_path_allocates_nothing),
+		cmocka_unit_test(every_broadcast_path_allocates_nothing),
+		cmocka_unit_test(every_watch_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
 		cmocka_unit_test(every_driver_path_allocates_nothing),
 	};

@@ -57,6 +57,10 @@ static void every_inline_function_and_its_slow_path_is_exported_by_name(void **s
 		"sb_rwlock_lock_poll_slow",
 		"sb_latch_count_down", "sb_latch_try_wait", "sb_latch_wait_init",
 		"sb_latch_wait_poll", "sb_latch_count_down_slow", "sb_latch_wait_poll_slow",
+		"sb_broadcast_send_init", "sb_broadcast_recv_init",
+		"sb_watch_send", "sb_watch_read", "sb_watch_try_changed", "sb_watch_changed_init",
+		"sb_watch_changed_poll", "sb_watch_send_slow", "sb_watch_read_slow",
+		"sb_watch_changed_poll_slow", "sb_watch_unlock_slow",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(dlsym(RTLD_DEFAULT, names[i]));
@@ -361,6 +365,56 @@ static void exported_latch_functions_count_down_test_and_release_like_the_inline
 	assert_int_equal(sb_latch_destroy(&l), 0);
 }
 
+static void exported_watch_functions_send_read_and_wait_like_the_inline_ones(void **state)
+{
+	(void)state;
+	int (*send)(sb_watch *, const void *);
+	int (*read)(sb_watch_receiver *, void *);
+	int (*try_changed)(const sb_watch_receiver *);
+	void (*changed_init)(sb_watch_changed *, sb_watch_receiver *);
+	int (*changed_poll)(sb_watch_changed *, const sb_waker *);
+	int (*send_slow)(sb_watch *, const void *);
+	int (*read_slow)(sb_watch_receiver *, void *);
+	LOOKUP(send, "sb_watch_send");
+	LOOKUP(read, "sb_watch_read");
+	LOOKUP(try_changed, "sb_watch_try_changed");
+	LOOKUP(changed_init, "sb_watch_changed_init");
+	LOOKUP(changed_poll, "sb_watch_changed_poll");
+	LOOKUP(send_slow, "sb_watch_send_slow");
+	LOOKUP(read_slow, "sb_watch_read_slow");
+	sb_waker noop = sb_waker_noop();
+	int storage = 1, v = 2, out = 0;
+	sb_watch w;
+	sb_watch_receiver rx;
+	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
+
+	assert_int_equal(try_changed(&rx), -EAGAIN);
+	sb_watch_changed f;
+	changed_init(&f, &rx);
+	assert_int_equal(changed_poll(&f, &noop), SB_PENDING);
+	assert_int_equal(send(&w, &v), 0); /* a waiter: the slow path wakes it */
+	assert_int_equal(changed_poll(&f, &noop), 0);
+	assert_int_equal(try_changed(&rx), 0);
+	assert_int_equal(read(&rx, &out), 0);
+	assert_int_equal(out, 2);
+	assert_int_equal(try_changed(&rx), -EAGAIN);
+	v = 3;
+	assert_int_equal(send(&w, &v), 0); /* nobody waits: inline */
+	assert_int_equal(send_slow(&w, &v), 0);
+	assert_int_equal(sb_watch_version(&w), 3);
+	assert_int_equal(read_slow(&rx, &out), 0);
+	assert_int_equal(out, 3);
+	assert_int_equal(sb_watch_seen(&rx), 3);
+	assert_int_equal(send(&w, NULL), -EINVAL);
+	sb_watch_close(&w);
+	assert_int_equal(send_slow(&w, &v), -EPIPE);
+	assert_int_equal(try_changed(&rx), -EPIPE);
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(read(&rx, &out), -EINVAL);
+	assert_int_equal(sb_watch_destroy(&w), 0);
+}
+
 static void slow_paths_called_directly_still_decide_rightly(void **state)
 {
 	(void)state;
@@ -428,6 +482,7 @@ int main(void)
 		cmocka_unit_test(exported_once_functions_run_wait_and_complete_like_the_inline_ones),
 		cmocka_unit_test(exported_rwlock_functions_share_exclude_and_hand_over_like_the_inline_ones),
 		cmocka_unit_test(exported_latch_functions_count_down_test_and_release_like_the_inline_ones),
+		cmocka_unit_test(exported_watch_functions_send_read_and_wait_like_the_inline_ones),
 		cmocka_unit_test(slow_paths_called_directly_still_decide_rightly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,6 +134,23 @@ static void once_is_done_after_destroy(void)
 		(void)sb_once_is_done(&o); /* the poisoned word looks locked: the slow path checks */
 }
 
+static void watch_send_after_destroy(void)
+{
+	int value = 0;
+	sb_watch w = SB_WATCH_INIT(&value, sizeof value);
+	if (sb_watch_destroy(&w) == 0)
+		(void)sb_watch_send(&w, &value); /* the poisoned word sends it to the slow path */
+}
+
+static void watch_subscribe_after_destroy(void)
+{
+	int value = 0;
+	sb_watch w = SB_WATCH_INIT(&value, sizeof value);
+	sb_watch_receiver rx;
+	if (sb_watch_destroy(&w) == 0)
+		(void)sb_watch_subscribe(&w, &rx);
+}
+
 static void a_semaphore_used_after_destroy_aborts(void **state)
 {
 	(void)state;
@@ -175,6 +192,15 @@ static void a_once_used_after_destroy_aborts(void **state)
 	expect_abort(once_is_done_after_destroy);
 }
 
+/* A receiver used after unsubscribe is not misuse of this kind: it is
+ * refused with -EINVAL in every build (test_watch.c). */
+static void a_watch_used_after_destroy_aborts(void **state)
+{
+	(void)state;
+	expect_abort(watch_send_after_destroy);
+	expect_abort(watch_subscribe_after_destroy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +210,7 @@ int main(void)
 		cmocka_unit_test(events_used_after_destroy_abort),
 		cmocka_unit_test(a_barrier_used_after_destroy_aborts),
 		cmocka_unit_test(a_once_used_after_destroy_aborts),
+		cmocka_unit_test(a_watch_used_after_destroy_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,44 +2,31 @@
 /*
  * syncband/barrier.h - an async, reusable barrier of N parties with a leader.
  *
- * Semantics
- *   - A barrier has `parties` parties (1 to SB_BARRIER_MAX_PARTIES).  Each
- *     party arrives by polling a wait future for the first time; the wait
- *     completes when the N-th party of its generation arrives.
- *   - The N-th arrival is the generation's leader: its first poll returns 0
- *     at once (it never waits) and sb_barrier_wait_is_leader() is true for
- *     it, and for no other wait of that generation.  So exactly one party of
- *     each generation is told it is the leader, whatever the others do.
- *   - Reusable: once a generation completes, the barrier counts the next one
- *     from zero.  A wait that arrives after a generation completed - also one
- *     made by a party of that generation before the others observed their
- *     release - belongs to the next generation.
- *   - The leader releases its whole generation atomically: from the moment it
- *     takes the barrier's internal lock, every wait of the generation is
- *     complete (a poll of any of them returns 0, even one the leader has not
- *     woken yet).  It wakes them in batches of up to 32, outside the lock;
- *     nothing allocates.
+ *   - A barrier has `parties` parties (1 to SB_BARRIER_MAX_PARTIES).  A party
+ *     arrives with its wait future's first poll; the waits complete when the
+ *     N-th party of their generation arrives.
+ *   - That N-th arrival is the generation's leader: its first poll returns 0
+ *     at once and sb_barrier_wait_is_leader() is true for it alone.  Exactly
+ *     one party of each generation is told it is the leader.
+ *   - Reusable: after a generation completes the next one counts from zero
+ *     (a wait that arrives after that belongs to the next generation).
+ *   - The leader releases its generation atomically: from then on a poll of
+ *     any of its waits returns 0, even one not woken yet.
  *   - Cancelling a wait whose generation has not completed withdraws its
- *     arrival: the generation needs one more party again.  Cancelling one
- *     whose generation completed (before the owner polled it again) changes
- *     nothing: that generation completed with it, and the others and the next
- *     generation are not affected.
+ *     arrival; cancelling one whose generation completed changes nothing.
  *
  * Memory ordering: everything a party did before its wait's first poll
  * happens-before everything any party of the same generation does after its
  * wait completed (the leader's included).
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy; one future is driven by one thread at a time (its poll
- * and cancel must not race each other).
+ * except init/destroy; one future is driven by one thread at a time.
  *
  * Errors (negative errno; every error leaves the barrier as it was)
- *   -EINVAL      init() with 0 or more than SB_BARRIER_MAX_PARTIES parties;
- *                a wait (poll, blocking) on a barrier statically initialised
- *                with 0 parties
+ *   -EINVAL      init() with 0 or more than SB_BARRIER_MAX_PARTIES parties; a
+ *                wait on a barrier statically initialised with 0 parties
  *   -EBUSY       destroy() while waits are registered (the barrier stays
- *                usable); every wait must have completed or been cancelled
- *                before destroy
+ *                usable)
  *   -ETIMEDOUT   wait_blocking() ran out of time; its arrival was withdrawn
  *   -ECANCELED   poll of a future after its cancel
  */
@@ -92,7 +79,8 @@ SB_API int sb_barrier_init(sb_barrier *b, size_t parties);
 
 /*
  * Returns 0, or -EBUSY while waits are registered (the barrier stays usable).
- * The barrier must not be used after a successful destroy.
+ * Every wait must have completed or been cancelled first; the barrier must
+ * not be used after a successful destroy.
  */
 SB_API int sb_barrier_destroy(sb_barrier *b);
 

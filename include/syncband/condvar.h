@@ -2,29 +2,21 @@
 /*
  * syncband/condvar.h - an async condition variable over sb_mutex.
  *
- * Semantics
  *   - A wait future is given a mutex the caller holds.  Its first poll
  *     registers the future and only then unlocks the mutex, so a notify made
- *     under the mutex after that point always finds it.  Once notified, the
- *     future re-acquires the mutex through the mutex's own FIFO queue and
- *     completes (returns 0) holding it.
- *   - notify_one() notifies the oldest registered future; notify_all()
- *     notifies every future registered before the call and none registered
- *     after it, atomically: from the moment it takes its internal lock each
- *     of them counts as notified (it wakes them in batches of 32 outside the
- *     lock, and a notify_one() made meanwhile goes to a future registered
- *     after the notify_all(), never to one it already owes).  Notifications
- *     are not stored when nobody waits.
- *   - A future chosen by notify_one() that is cancelled - before it is polled
- *     again, or while it re-acquires the mutex - passes the notification on to
- *     the next registered future.
+ *     under the mutex after that point always finds it.  Once notified, it
+ *     re-acquires the mutex through the mutex's own queue (following its
+ *     mode) and completes, returning 0, holding it.
+ *   - notify_one() notifies the oldest registered wait; notify_all() notifies,
+ *     atomically, every wait registered before the call and none after it (a
+ *     notify_one() made while it still wakes goes to a later wait).
+ *     Notifications are not stored when nobody waits.
+ *   - A wait chosen by notify_one() that is cancelled before it completes
+ *     passes the notification on to the next registered wait.
  *   - Cancel leaves the caller NOT holding the mutex, in every state short of
- *     completion: cancelling a never-polled wait unlocks the mutex the caller
- *     passed in; cancelling while re-acquiring gives up the place in the
- *     mutex's queue (passing the mutex on if it was just handed over).  A wait
- *     that completed holds the mutex; cancel then does nothing.
- *   - Spurious completions do not happen, but callers should still re-check
- *     their predicate in a loop, as with any condition variable.
+ *     completion (a never-polled wait's cancel unlocks the mutex passed in).
+ *     A completed wait holds the mutex; its cancel does nothing.
+ *   - No spurious completions, but re-check the predicate in a loop anyway.
  *
  * Memory ordering: a notify happens-before the completion of the wait it
  * notifies; the mutex orders everything else.

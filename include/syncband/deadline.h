@@ -4,10 +4,9 @@
  * timer.  No clock and no executor: the loop arms a timer (uv_timer_t, a
  * timerfd, an io_uring timeout), and when it fires calls sb_deadline_expire()
  * and wakes the task.  The task's next poll polls the inner future once
- * more; if it is still pending, cancels it (a partial or full grant it holds
- * is handed on, as its cancel promises) and completes with -ETIMEDOUT.
- * Inner completion wins ties: a future that completes on that last poll
- * returns its own result, and then the caller owns what it acquired.
+ * more; if it is still pending, cancels it (a grant it holds is handed on,
+ * as its cancel promises) and completes with -ETIMEDOUT.  Inner completion
+ * wins ties: then the caller owns what it acquired.
  *
  *   sb_semaphore_acquire_init(&r->acquire, &sem, 1);
  *   sb_deadline_init(&r->deadline, &r->acquire, &sb_semaphore_acquire_ops);
@@ -21,9 +20,6 @@
  *   }
  *   ... in the task's poll:
  *   int rc = sb_deadline_poll(&r->deadline, w);     SB_PENDING, 0, -ETIMEDOUT
- *
- * The executor's sb_timeout (syncband/executor.h) is this combinator with
- * the executor's timer.
  *
  * Thread safety: sb_deadline_expire may be called from any thread, at any
  * time, also concurrently with a poll; the expiry takes effect at the first

@@ -3,20 +3,12 @@
  * syncband/event.h - manual-reset and auto-reset async events.
  *
  * Manual-reset event (sb_event)
- *   - set() releases every wait registered before it; while set, new waits
- *     complete at once.  reset() makes later waits wait again.
- *   - A released wait stays ready after a later reset(): release is decided
- *     when set() detaches it, not when its owner polls again.
- *   - A wait registers on its first poll, so set(); reset(); before that poll
- *     does not release it.
- *   - set() is atomic for any number of waits: from the moment it takes its
- *     internal lock, every wait registered before it is released (a poll of
- *     any of them returns 0, even one that set() has not woken yet), and no
- *     wait registered after it is (after a reset() made while it still
- *     wakes, new waits wait for the next set()).  It wakes them in batches
- *     of up to 32, with the lock released; nothing allocates.
- *   - is_set() is inline: one atomic load (and a second one only while
- *     another thread holds the event's internal lock).
+ *   - set() releases every wait registered before it, atomically: from that
+ *     moment a poll of any of them returns 0, and no wait registered after
+ *     it is released.  While set, new waits complete at once; reset() makes
+ *     later waits wait again.
+ *   - A released wait stays ready after a later reset().  A wait registers on
+ *     its first poll, so set(); reset(); before that poll does not release it.
  *
  * Auto-reset event (sb_auto_event)
  *   - set() hands the signal to the oldest wait, or stores one signal if
@@ -26,17 +18,15 @@
  *     next wait, or stores it again.
  *
  * Memory ordering (both): a set() happens-before every wait, try_wait or
- * is_set that it lets complete or return true (for the manual-reset event,
- * also a set() that found the event set already: a reader that sees the event
- * set sees what every set() before it wrote).
+ * is_set that it lets complete or return true (manual-reset: also a set()
+ * that found the event set already).
  *
  * Thread safety: every function may be called from any thread concurrently,
  * except init/destroy; one future is driven by one thread at a time.
  *
  * Errors
  *   -EAGAIN      try_wait(): not set / no signal
- *   -EBUSY       destroy() while futures are registered (the event stays usable);
- *                every wait must have completed or been cancelled before destroy
+ *   -EBUSY       destroy() while futures are registered (the event stays usable)
  *   -ETIMEDOUT   *_wait_blocking() ran out of time
  *   -ECANCELED   poll of a future after its cancel
  */
@@ -110,7 +100,10 @@ SB_API int sb_auto_event_wait_poll_slow(sb_auto_event_wait *f, const sb_waker *w
 
 /* Always returns 0. */
 SB_API int sb_event_init(sb_event *e, bool set);
-/* Returns 0, or -EBUSY while futures are registered. */
+/*
+ * Returns 0, or -EBUSY while futures are registered.  Every wait must have
+ * completed or been cancelled first.
+ */
 SB_API int sb_event_destroy(sb_event *e);
 
 /*
@@ -194,7 +187,10 @@ SB_API extern const sb_future_ops sb_event_wait_ops;
 
 /* Always returns 0. */
 SB_API int sb_auto_event_init(sb_auto_event *e, bool set);
-/* Returns 0, or -EBUSY while futures are registered. */
+/*
+ * Returns 0, or -EBUSY while futures are registered.  Every wait must have
+ * completed or been cancelled first.
+ */
 SB_API int sb_auto_event_destroy(sb_auto_event *e);
 
 /*

@@ -10,9 +10,9 @@
  * One executor = one io_uring driven by one thread: the thread that called
  * sb_executor_init() (its "owner").  Tasks are intrusive: a user struct embeds
  * an sb_task and names a poll function; spawning links the task into a run
- * queue and never allocates.  The executor's wakers are real: a waker clone
- * holds a reference on its task, so a wake that arrives after the task
- * finished (or was cancelled, or its executor destroyed) does nothing.
+ * queue and never allocates.  A waker clone holds a reference on its task, so
+ * a wake that arrives after the task finished (or was cancelled, or its
+ * executor destroyed) does nothing.  Wakes may come from any thread.
  *
  *   struct my_task { sb_task task; sb_semaphore_acquire acq; int step; };
  *   static int my_poll(sb_task *t, const sb_waker *w) { ... return 0; }
@@ -24,46 +24,11 @@
  *   sb_executor_run(&ex);                 (returns when no task is left)
  *   sb_executor_destroy(&ex, NULL);
  *
- * io_uring setup flags, chosen deliberately (sb_executor_features() reports
- * what the running kernel accepted):
- *   1. IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
- *      IORING_SETUP_TASKRUN_FLAG (Linux 6.1+): only the owner thread ever
- *      submits, and completions are run in the owner's own io_uring_enter
- *      call, never by interrupting it: the cheapest mode for one ring per
- *      thread.
- *   2. else IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
- *      IORING_SETUP_TASKRUN_FLAG (6.0),
- *   3. else IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG (5.19),
- *   4. else no flags.  Each step falls back on -EINVAL only.
- *   IORING_SETUP_R_DISABLED is not used, so no io_uring_enable_rings() (which
- *   Debian's liburing 2.3 declares but does not export) is needed.
- *
- * Cross-thread wakes: a waker on another thread pushes the task onto the
- * executor's lock-free inbox (the data hand-over, through atomics), then rings
- * a doorbell only if it is the one that flips the owner's "sleeping" flag
- * off, so one doorbell serves every wake of one sleep.  The doorbell is an
- * IORING_OP_MSG_RING sent from the waker's own ring when the waker runs on an
- * executor thread and the kernel has MSG_RING (probed at init); otherwise a
- * write to an eventfd that the owner's ring watches with an armed read (not
- * io_uring_register_eventfd, which signals the other way).  The ring carries
- * no data, so ThreadSanitizer sees every hand-over.  The owner publishes
- * "sleeping", re-checks its inbox, and only then enters the kernel.
- *
- * Idle spinning: before it sleeps, an idle loop watches its inbox for a few
- * microseconds; and while another of the process's executor loops is busy
- * (a loop rung awake counts from the ring), for up to 50 us more, calling
- * sched_yield() between looks, so that a loop with work never waits long for
- * a spinner's core; never on a one-core machine.  A task handed a mutex or a
- * permit by a task on another thread then runs without its thread's
- * wake-up, which costs tens of microseconds on a virtual machine.  An idle
- * process's loops sleep at once.
- *
- * Timers: sleep futures are kept, intrusively, in a per-executor binary
- * min-heap of their deadlines (O(log n) to arm, fire or cancel one; equal
- * deadlines fire in the order they were armed); before the owner sleeps it
- * arms one IORING_OP_TIMEOUT (absolute, CLOCK_MONOTONIC) for the earliest.
- *
- * Errors are negative errno values, as in the rest of syncband.
+ * Timers (sb_sleep, sb_timeout) are on sb_now_ns()'s clock; equal deadlines
+ * fire in the order they were armed.  sb_executor_features() reports which
+ * io_uring setup flags the running kernel accepted (docs/design.md says
+ * which are tried).  Errors are negative errno values, as in the rest of
+ * syncband.
  */
 #ifndef SYNCBAND_EXECUTOR_H
 #define SYNCBAND_EXECUTOR_H

@@ -2,47 +2,33 @@
 /*
  * syncband/future.h - the poll-style future API shared by every primitive.
  *
- * An operation that can wait is a caller-owned future: initialise it with
- * `*_init`, drive it with `*_poll(future, waker)`, abandon it with `*_cancel`.
+ * An operation that can wait is a caller-owned future: `*_init` prepares it
+ * (registering nothing), `*_poll(future, waker)` drives it and returns
+ * SB_PENDING (> 0) while it waits, 0 when it completed, or a negative errno
+ * when it completed with an error; `*_cancel` is its destructor.
  *
- *   poll returns SB_PENDING (> 0) while it waits, 0 when the operation
- *   completed, or a negative errno when it completed with an error.
- *
- * A pending future holds one clone of the waker it was last polled with and
- * the primitive wakes or drops that clone exactly once.  Polling again with a
- * waker for which sb_waker_will_wake() is true clones nothing; polling with a
- * different waker clones the new one and drops the old one.  A waker may be
- * invoked from any thread.
- *
- * `cancel` is the destructor: it unlinks a pending future and hands on what it
- * was granted but did not consume.  After it returns the future's memory may
- * be freed or reused.  `cancel` on a completed or never-polled future does
- * nothing.  A completed future returns its result again if polled again.
- * A future that was never initialised (zeroed memory) is bad input: every
- * poll of it returns -EINVAL, its cancel does nothing, and the primitive is
- * left as it was.
- *
- * What a loop author must know about wakers:
- *
+ *   - A pending future holds one clone of the waker it was last polled with,
+ *     and the primitive wakes or drops that clone exactly once.  Re-polling
+ *     with a waker for which sb_waker_will_wake() is true clones nothing;
+ *     another waker is cloned and the old clone dropped.
+ *   - A wake means "poll again", not "the next poll completes".
  *   - A wake or a drop may arrive after poll returned 0 and after cancel
- *     returned.  The primitive publishes a grant before it runs the wake, so
- *     the owner can see the grant, complete and free its future while the
- *     granting thread is still about to call wake (or drop) on the clone it
- *     took out of the future.  A waker must therefore point at something
- *     that outlives every clone - a refcounted task - never at memory freed
- *     when the future completes.  syncband/loop.h provides such a task.
- *   - A wake means "poll again", not "the next poll completes".  The next
- *     poll may return SB_PENDING and register again: a condition variable
- *     wait that was notified re-polls to SB_PENDING while it waits for its
- *     mutex, and is woken again when the mutex is handed over.
- *   - A pending future stays where it is: it must not be moved or copied
- *     (its waiter node is linked into the primitive) until it has completed
- *     or been cancelled.  Before its first poll, and after it is done, it may.
- *   - Every waker callback - clone, wake, wake_by_ref and drop - runs outside
- *     the library's internal locks (a future clones its waker before it takes
- *     the lock), so each of them may re-enter the library
- *     (release a permit, poll or cancel another future).  They must not fail
- *     or wait.
+ *     returned: a waker must point at something that outlives every clone
+ *     (a refcounted task, such as syncband/loop.h provides).
+ *   - Every waker callback (clone, wake, wake_by_ref, drop) runs outside the
+ *     library's locks, so it may re-enter the library; it must not fail or
+ *     wait.  Wakers may be invoked from any thread.
+ *   - A pending future must not be moved or copied (its waiter node is
+ *     linked into the primitive); before its first poll and once done, it may.
+ *   - cancel unlinks a pending future and hands on what it was granted but
+ *     did not consume; then its memory may be freed or reused.  It does
+ *     nothing on a completed or never-polled future.  A completed future
+ *     polls to its result again; one cancelled before it completed, to
+ *     -ECANCELED.
+ *   - A never-initialised (zeroed) future polls to -EINVAL, its cancel does
+ *     nothing, and the primitive is left as it was.
+ *   - One future is driven by one thread at a time: its poll and cancel
+ *     must not race.
  */
 #ifndef SYNCBAND_FUTURE_H
 #define SYNCBAND_FUTURE_H

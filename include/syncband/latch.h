@@ -2,33 +2,24 @@
 /*
  * syncband/latch.h - an async latch that is also a wait group.
  *
- * A latch holds a count.  Waits complete once it reaches zero; count_down(n)
- * takes n off it, add(n) puts n on it.  Used once, it is a latch (C++'s
- * std::latch, cppcoro's async_latch): init with the number of arrivals and
- * wait for them.  Used with add, it is a wait group (Go's sync.WaitGroup):
- * init at 0, add(1) before each piece of work starts, count_down(1) when it
- * ends, wait for all of them.
+ * A latch holds a count; waits complete once it reaches zero.  count_down(n)
+ * takes n off it, add(n) puts n on it.  As a latch (C++'s std::latch): init
+ * with the number of arrivals and wait for them.  As a wait group (Go's
+ * sync.WaitGroup): init at 0, add(1) before each piece of work starts,
+ * count_down(1) when it ends, and wait for all of them.
  *
- * Semantics
  *   - A count of 0 at init is allowed: the latch is open at once.
- *   - Every wait registered when the count reaches zero is released, by one
- *     atomic broadcast: the count_down marks them all released under the
- *     latch's internal lock before it wakes any, so a waiter it woke that
- *     polls another of them never finds it pending (it wakes them in batches
- *     of up to 32, outside that lock; nothing allocates).  Waits whose first
- *     poll comes while the count is zero complete at once.
- *   - add(n) on an open latch (count 0) closes it again: waits that register
- *     after it wait for the count to reach zero once more, as a WaitGroup is
- *     reused.  Waits released before the add stay released.
- *   - A wait registers on its first poll: what the count was when it was
- *     initialised does not matter.
+ *   - The count_down that reaches zero releases every registered wait
+ *     atomically: from then on a poll of any of them returns 0.  Waits whose
+ *     first poll finds the count zero complete at once; a wait registers on
+ *     its first poll, whatever the count was at its init.
+ *   - add(n) on an open latch closes it again: waits registered after it wait
+ *     for the next zero; waits released before it stay released.
  *   - count_down(0) and add(0) change nothing and return 0.
- *   - The count is at most SB_LATCH_MAX_COUNT.
  *
- * Memory ordering: count_down is a release operation.  A wait that completes
- * and a try_wait that returns 0 acquire: they see what was written before
- * every count_down that came before the zero they observed (also those before
- * an earlier reopening add).  add publishes nothing.
+ * Memory ordering: count_down is a release.  A wait that completes and a
+ * try_wait that returns 0 acquire: they see what was written before every
+ * count_down before the zero they observed.  add publishes nothing.
  *
  * Thread safety: every function may be called from any thread concurrently,
  * except init/destroy; one future is driven by one thread at a time.
@@ -38,8 +29,7 @@
  *   -ERANGE      count_down(n) with n above the count (nothing is taken)
  *   -EOVERFLOW   add(n) would take the count above SB_LATCH_MAX_COUNT
  *   -EAGAIN      try_wait(): the count is not zero
- *   -EBUSY       destroy() while waits are registered (the latch stays usable);
- *                every wait must have completed or been cancelled before destroy
+ *   -EBUSY       destroy() while waits are registered (the latch stays usable)
  *   -ETIMEDOUT   wait_blocking() ran out of time
  *   -ECANCELED   poll of a future after its cancel
  */
@@ -93,7 +83,8 @@ SB_API int sb_latch_init(sb_latch *l, size_t count);
 
 /*
  * Returns 0, or -EBUSY while waits are registered (the latch stays usable).
- * A count above zero does not keep it from being destroyed.
+ * Every wait must have completed or been cancelled first.  A count above
+ * zero does not keep it from being destroyed.
  */
 SB_API int sb_latch_destroy(sb_latch *l);
 

@@ -3,87 +3,28 @@
  * syncband/mutex.h - an async mutex: eventually fair by default, strict FIFO
  * on request.
  *
- * Two modes, chosen per mutex when it is initialised
+ * Eventually fair (SB_MUTEX_INIT, sb_mutex_init), the default: for throughput.
+ *   - A locker may take a free mutex while others wait ("barging").  An
+ *     unlock with waiters wakes the oldest; if a barger got there first, the
+ *     woken waiter keeps its place at the front.  Waiters keep FIFO order.
+ *   - Bounded: once bargers have passed the oldest waiter for longer than
+ *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it, then
+ *     in turn to every waiter queued behind it at that point.  So a wait
+ *     lasts about the bound plus that handoff phase, plus the time the kernel
+ *     keeps the threads involved from running (docs/design.md).
  *
- *   Eventually fair (SB_MUTEX_INIT, sb_mutex_init) - the default.
- *   - A locker may take a free mutex while others wait ("barging"): lock,
- *     try_lock and the blocking lock all may.
- *   - An unlock with waiters releases the mutex and wakes the oldest waiter,
- *     one at a time: while a woken waiter has not tried again, further
- *     unlocks wake nobody.  The woken waiter tries again when it is polled;
- *     if a barger got there first it stays at the front of the queue and is
- *     woken by the next unlock.  Queued waiters keep their FIFO order.
- *   - A waiter is timed from the first time a barger passes it: a locker that
- *     takes the mutex ahead of the woken oldest waiter passes every queued
- *     waiter at once.  Once the oldest waiter has been passed for longer than
- *     SB_MUTEX_FAIRNESS_BOUND_NS, unlock hands the mutex straight to it,
- *     woken or not (it stays locked: nobody can barge until that waiter has
- *     run), and keeps handing it, in turn, to every waiter that was queued
- *     behind it then.  Waiters that queue during such a handoff phase are
- *     timed as if first passed half a bound before its last handoff: lockers
- *     get half a bound between two phases, however long a phase took, so
- *     that a queue slower to drain than the bound does not turn into one
- *     phase after another (a convoy).  A queue served in order, nobody
- *     barging, is never timed.  (An unlock compares the oldest waiter with
- *     the bound when it is first passed and at every 16th unlock after, a
- *     clock read being as costly as the rest of the unlock: a handoff may
- *     come up to 15 of the bargers' critical sections late.  The unlocks in
- *     between are one CAS each, without the queue's lock.)  So an acquire
- *     waits, from the first barger that passes it, about the bound plus the
- *     handoffs of its own phase (critical sections and wake-ups of their
- *     holders); one that queued during a phase, the rest of that phase, half
- *     a bound and its own phase; and on top of either, the
- *     time the kernel keeps a thread from running: its own (with more busy
- *     threads than cores, a time slice: 4 ms on a 250 Hz kernel), and that of
- *     each sleeping waiter the mutex is handed to, from its wake until it
- *     runs (20-30 us at the median on a 2-core virtual machine, whole 4 ms
- *     ticks at worst; the benchmarks measure it beside the contention rows).
- *     A lock can shorten only the first, and only by not keeping its own
- *     lockers busy (the spin's streak, below).
- *   - A thread blocked in sb_mutex_lock_blocking first spins for up to
- *     5 us, looking at the mutex once a microsecond and taking it if it is
- *     free, before it queues and sleeps: most critical sections are far
- *     shorter than a futex wait and wake.  It does not spin when waiters
- *     are queued already (it would only pass them), for a timeout shorter
- *     than the spin, while as many threads spin as there are cores less
- *     one (the holder needs a core to finish), or once the thread has
- *     contended for 0.5 ms without sleeping: two threads trading the mutex
- *     by spinning would keep their cores until the scheduler's tick, and a
- *     thread preempted meanwhile would wait that long (4 ms at HZ=250); it
- *     queues and sleeps instead, and spins again after it has slept.
- *   - Pick it for throughput: when threads or tasks outnumber the cores, a
- *     strict handoff reserves the mutex for a waiter whose thread is not
- *     running, and every locker queues behind it (a convoy: with 8 threads
- *     on 2 cores, 12 to 14 us a lock and unlock, 170 to 410 times
- *     pthread_mutex_t's and 530 to 860 times this mode's); barging lets
- *     whoever runs take it, as pthread, Linux, Go and parking_lot do.
+ * Strict FIFO (SB_MUTEX_INIT_FIFO, sb_mutex_init_fifo): when the order of
+ * acquisition is part of the contract.  A contended unlock hands the mutex
+ * to the oldest waiter; it never looks unlocked while anyone waits.
  *
- *   Strict FIFO (SB_MUTEX_INIT_FIFO, sb_mutex_init_fifo).
- *   - A contended unlock hands the mutex directly to the oldest waiter: the
- *     mutex never looks unlocked while anyone waits, so nobody barges
- *     (try_lock fails while a waiter is being handed the lock).
- *   - Pick it when the order of acquisition is part of the contract (a
- *     queue of jobs that must run in arrival order), or when every waiter
- *     runs on a thread that is sure to be running when it is handed the
- *     mutex.
- *
- * Both modes
- *   - Uncontended lock is one CAS on the state word; uncontended unlock is
- *     one CAS back; neither touches the waiter queue or its lock.  Both are
- *     inline (see future.h).
- *   - Cancelling a waiter that was handed the mutex passes it on to the next
- *     waiter, or unlocks it when nobody waits; cancelling a woken waiter
- *     passes the wake on.
- *   - The condition variable's re-acquire follows its mutex's mode.
- *   - The mutex has no owner identity: any thread or task may unlock it, as
- *     with a semaphore of one permit.  Unlocking an unlocked mutex is
- *     detected and refused.
+ * Both modes: cancelling a waiter that was handed the mutex passes it on (or
+ * unlocks it when nobody waits); cancelling a woken one passes the wake on.
+ * No owner identity: any thread or task may unlock.
  *
  * Memory ordering: an unlock happens-before the lock it lets complete.
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that one future is driven by one thread at
- * a time (its poll and cancel must not race each other).
+ * except init/destroy; one future is driven by one thread at a time.
  *
  * Errors (negative errno; every error leaves the mutex unchanged)
  *   -EBUSY       try_lock(): locked; destroy(): locked or waited on
@@ -102,13 +43,8 @@ extern "C" {
 
 /*
  * How long bargers may pass the oldest waiter (timed from the first barger
- * that passed it) before unlock hands the mutex to it: 1 ms.  Long enough
- * that a busy mutex hands off
- * rarely (a handoff to a waiter whose thread is not running costs a wake-up,
- * tens of microseconds on a loaded machine, and stalls every locker), short
- * enough to stay below a scheduler time slice and a request's latency
- * budget.  Go's sync.Mutex and CPython's PyMutex use 1 ms, parking_lot and
- * WebKit about 0.5 ms, async-lock 0.5 ms.
+ * that passed it) before unlock hands the mutex to it: 1 ms (docs/design.md
+ * says why).
  */
 #define SB_MUTEX_FAIRNESS_BOUND_NS 1000000u
 
@@ -182,9 +118,7 @@ SB_API int sb_mutex_lock_poll_slow(sb_mutex_lock *f, const sb_waker *w);
 /*
  * The inline lock of try_lock and of a lock's first poll: one CAS, tried only
  * on a word that reads free, so that a held mutex costs no failed CAS.  The
- * CAS expects the constant 0, not the value read, which leaves the compiler
- * a register free for LOCKED (mutex/uncontended-reuse: 15 instructions a
- * round, 16 with the value read).
+ * CAS expects the constant 0, not the value read (one instruction fewer).
  */
 static inline bool sb__mutex_take_if_free(sb_mutex *m)
 {

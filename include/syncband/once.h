@@ -3,53 +3,32 @@
  * syncband/once.h - an asynchronous call-once that retries a failed
  * initialiser.
  *
- * Semantics
- *   - The once is not done until a runner reports success.  Whoever asks
- *     while nobody holds the job (a first poll, try(), a blocking wait) is
- *     told SB_ONCE_RUN: it is the runner now, runs the initialiser (in any
- *     way it likes: inline, on other tasks, over many polls) and reports the
- *     result with sb_once_complete() (success) or sb_once_fail() (failure).
- *     Everyone who asks while a runner holds the job waits (a future queues;
- *     try() returns -EAGAIN).
- *   - sb_once_complete(): the once is done for good.  Every waiting future
- *     completes with 0 and is woken; every later poll, try() and is_done()
- *     sees it done at once (one load).
- *   - sb_once_fail(): the job passes to the oldest waiting future (FIFO),
- *     which is woken and whose next poll returns SB_ONCE_RUN: the
- *     initialiser is retried.  With nobody waiting, the next caller to ask
+ *   - Whoever asks while nobody holds the job (a first poll, try(), a
+ *     blocking wait) is told SB_ONCE_RUN: it is the runner, runs the
+ *     initialiser however it likes, and reports with sb_once_complete()
+ *     (success) or sb_once_fail() (failure).  Whoever asks while a runner
+ *     holds the job waits (a future queues; try() returns -EAGAIN).
+ *   - complete(): the once is done for good; every waiting future completes
+ *     with 0, and every later poll, try() and is_done() sees it done.
+ *   - fail(): the job passes to the oldest waiting future (FIFO), whose next
+ *     poll returns SB_ONCE_RUN; with nobody waiting, the next caller to ask
  *     becomes the runner.
- *   - The runner's cancellation counts as failure and passes the job on: a
- *     future that returned SB_ONCE_RUN holds the job until the runner
- *     reports, and cancelling it before then is sb_once_fail().  Cancelling
- *     it after the report does nothing (each runner's tenure is numbered in
- *     the state word, so a late cancel cannot fail a later runner's job).
- *     A waiting future that is cancelled leaves the queue; one that was
- *     just handed the job but is cancelled before its poll observed
- *     SB_ONCE_RUN passes the job on.
- *   - A runner without a future (one told SB_ONCE_RUN by try() or
- *     sb_once_wait_blocking()) must report with complete() or fail().
- *   - Only the runner reports; the library checks that some runner holds
- *     the job (-EPERM otherwise), not that the caller is that runner.  A
- *     job handed to a waiting future belongs to that future alone until its
- *     poll returns SB_ONCE_RUN (or its cancel passes the job on): until
- *     then complete() and fail() return -EPERM.
+ *   - Cancelling a future that holds the job before its runner reported is
+ *     fail(); after the report it does nothing.  A runner without a future
+ *     (told by try() or a blocking wait) must report itself.
+ *   - Only the runner reports: complete() and fail() return -EPERM when no
+ *     runner holds the job, including while it is handed to a future that
+ *     has not yet polled SB_ONCE_RUN (the caller's identity is not checked).
  *
- * Memory ordering: sb_once_complete() is a release and everything that sees
- * the once done (a poll returning 0, try() returning 0, is_done() returning
- * true, a blocking wait returning 0) is an acquire: the initialiser's writes
- * are visible to all of them.  sb_once_fail() is a release too, and
- * becoming the runner an acquire: a retrying runner sees what the failed one
- * wrote.
+ * Memory ordering: complete() is a release, and everything that sees the once
+ * done is an acquire; fail() is a release and becoming the runner an acquire.
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that one future is driven by one thread at
- * a time (its poll and cancel must not race each other).
+ * except init/destroy; one future is driven by one thread at a time.
  *
  * Errors (negative errno; every error leaves the once unchanged)
  *   -EAGAIN      try(): not done, and a runner holds the job
- *   -EPERM       complete() / fail(): no runner holds the job (the once is
- *                done, nobody was told SB_ONCE_RUN since the last report, or
- *                the job was handed to a future that has not polled yet)
+ *   -EPERM       complete() / fail(): no runner holds the job
  *   -EBUSY       destroy() while futures wait or a runner holds the job
  *   -ETIMEDOUT   sb_once_wait_blocking() ran out of time
  *   -ECANCELED   poll of a future after its cancel

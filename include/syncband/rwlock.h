@@ -3,51 +3,34 @@
  * syncband/rwlock.h - an async reader-writer lock with FIFO phases, downgrade
  * and an upgradable read.
  *
- * Semantics
  *   - Readers share the lock, a writer holds it alone.  Waiters are served in
- *     arrival order, in phases: a writer queues behind the readers that came
- *     before it, and readers that arrive after a queued writer wait for it.
- *     So neither readers nor writers can starve.  When the lock is handed on,
- *     a writer at the head of the queue gets it once no reader holds it, and
- *     a run of readers at the head gets it all at once, up to the next
- *     queued writer.
- *   - try_read() and try_write() never pass a queued waiter.
+ *     arrival order, in phases (a writer waits for the readers before it,
+ *     readers after a queued writer wait for it), so neither side starves.
+ *     try_read() and try_write() never pass a queued waiter.
  *   - downgrade() turns the caller's write lock into a read lock atomically
- *     (no writer can come between) and lets in the readers queued behind
- *     it, up to the next queued writer.
- *   - An upgradable read is a read lock held by at most one caller at a time;
- *     plain readers share the lock with it, and new readers may still enter
- *     while it is held, but not once a writer is queued or the upgrade is.
- *     Its upgrade waits for the other readers to leave, ahead of every queued
- *     writer (there is no second upgrader to deadlock with), and makes the
- *     caller the writer.
- *   - Cancelling a future that was granted but never saw it (its poll did not
- *     return 0) passes the grant on: a read is released, a write unlocked, an
- *     upgradable read released, and an upgrade turns back into the caller's
- *     upgradable read.  Cancelling an upgrade never loses the upgradable read.
- *   - Uncontended read lock and unlock, write lock and unlock, are one atomic
- *     read-modify-write each, inline.
+ *     and lets in the readers queued behind it, up to the next writer.
+ *   - The upgradable read is a read lock held by at most one caller at a
+ *     time; plain readers may still enter while it is held, until a writer or
+ *     its upgrade is queued.  Its upgrade waits for the other readers to
+ *     leave, ahead of every queued writer, and makes the caller the writer.
+ *   - Cancelling a future that was granted but never saw it passes the grant
+ *     on; cancelling an upgrade never loses the upgradable read.
  *
- * Memory ordering: an unlock (read, write, upgradable) or a downgrade
- * happens-before every acquisition it lets in, fast path or handoff alike;
- * a read lock sees every write lock released before it.
+ * Memory ordering: an unlock (any kind) or a downgrade happens-before every
+ * acquisition it lets in; a read lock sees every write lock released before.
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that one future is driven by one thread at
- * a time.  An unlock need not come from the thread that locked.
+ * except init/destroy; one future is driven by one thread at a time.  An
+ * unlock need not come from the thread that locked.
  *
  * Errors (negative errno; every error leaves the lock unchanged)
- *   -EAGAIN      try_*(): the lock is held in a conflicting way, or someone
- *                is queued ahead
- *   -EPERM       an unlock, downgrade or upgrade of a lock the caller's kind
- *                does not hold (no reader, no writer, no upgradable reader)
+ *   -EAGAIN      try_*(): held in a conflicting way, or someone is queued ahead
+ *   -EPERM       unlock, downgrade or upgrade of a kind the lock is not held in
  *   -EBUSY       destroy() while held or waited on; upgradable_unlock() or a
  *                second upgrade while an upgrade is pending
- *   -EOVERFLOW   a read would take the reader count past
- *                SB_RWLOCK_MAX_READERS
+ *   -EOVERFLOW   a read would pass SB_RWLOCK_MAX_READERS readers
  *   -EINVAL      a future initialised with no kind (zeroed memory)
- *   -ETIMEDOUT   a *_blocking wait ran out of time (nothing changed: an
- *                upgrade still holds its upgradable read)
+ *   -ETIMEDOUT   a *_blocking wait ran out of time (nothing changed)
  *   -ECANCELED   poll of a future after its cancel
  */
 #ifndef SYNCBAND_RWLOCK_H

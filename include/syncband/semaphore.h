@@ -2,41 +2,25 @@
 /*
  * syncband/semaphore.h - an async counting semaphore with strict FIFO.
  *
- * Semantics
  *   - Waiters are served strictly in arrival order.  A multi-permit waiter at
  *     the head collects partial grants and blocks smaller requests behind it.
- *   - release() hands permits directly to the head waiter; they never pass
- *     through the counter while anyone waits, so nobody can barge.  With no
- *     waiters, release() is a single atomic read-modify-write and takes no lock.
- *   - try_acquire() never takes permits past a queued waiter.
- *   - The strict order has a price when more threads or tasks contend than
- *     there are permits, on more threads than cores: once one waits (every
- *     permit held, most by threads the kernel preempted), every acquire
- *     queues and every release hands its permit to the oldest waiter, so
- *     while they keep coming back the queue never drains and each acquire
- *     costs a handoff (a wake-up when the waiter's thread sleeps).  On 2-core
- *     machines with 5 permits, 16 blocking threads then take 1.4 us (an AMD
- *     EPYC) to 3.1 us (an Intel Xeon) an acquire and release, against 47 and
- *     88 ns for sem_t, which lets a newcomer take a released permit ahead of
- *     its sleepers (so does async-lock's semaphore) and bounds no wait.  With
- *     no more contenders than permits nobody waits.
+ *   - release() hands permits directly to the head waiter, never through the
+ *     counter while anyone waits, so nobody can barge; try_acquire() never
+ *     takes permits past a queued waiter.
  *   - Cancelling a waiter returns what it was granted (partly or fully) to the
  *     next waiter, or to the counter when nobody waits.
- *   - close() completes every waiter with -ESHUTDOWN (their partial grants go
- *     back to the counter) and makes later acquires fail the same way.
- *     release() keeps working after close, so holders can still return permits.
- *   - Permits in circulation (in the counter, held, or granted to futures)
- *     must stay within SB_SEMAPHORE_MAX_PERMITS.  release() refuses with
- *     -EOVERFLOW when the counter alone would pass it; permits handed back by
- *     cancel are never refused, and should they take the counter past
- *     2 * SB_SEMAPHORE_MAX_PERMITS + 1, it saturates there instead of wrapping.
+ *   - close() completes every waiter with -ESHUTDOWN (partial grants go back
+ *     to the counter) and makes later acquires fail the same way; release()
+ *     keeps working, so holders can still return permits.
+ *   - Permits in circulation (counted, held or granted) must stay within
+ *     SB_SEMAPHORE_MAX_PERMITS: release() refuses past it with -EOVERFLOW;
+ *     permits returned by cancel are never refused (the counter saturates at
+ *     2 * SB_SEMAPHORE_MAX_PERMITS + 1 instead of wrapping).
  *
- * Memory ordering: a release() happens-before the acquire it satisfies, fast
- * path or handoff alike.
+ * Memory ordering: a release() happens-before the acquire it satisfies.
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that one future is driven by one thread at
- * a time (its poll and cancel must not race each other).
+ * except init/destroy; one future is driven by one thread at a time.
  *
  * Errors (negative errno; every error leaves the semaphore unchanged)
  *   -EINVAL      a count above SB_SEMAPHORE_MAX_PERMITS asked of init or acquire

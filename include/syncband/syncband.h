@@ -15,6 +15,8 @@
 #include <syncband/rwlock.h>
 #include <syncband/latch.h>
 #include <syncband/channel.h>
+#include <syncband/broadcast.h>
+#include <syncband/watch.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
 #include <syncband/driver.h>

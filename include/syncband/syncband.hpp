@@ -2,26 +2,48 @@
 //
 // syncband/syncband.hpp - C++20 coroutines on syncband, header only.
 //
-//   sb::task worker(sb_semaphore &slots, sb_mutex &m)
+//   sb::task<int> worker(sb_semaphore &slots, sb_mutex &m)
 //   {
 //           sb::permit p = co_await sb::acquire(slots);    // a permit, RAII
 //           sb::mutex_guard g = co_await sb::lock(m);      // the mutex, RAII
-//           sb::rwlock_guard r = co_await sb::read_lock(rw); // a read, RAII
-//           ...
+//           co_return 42;
 //   }                                                      // unlocked, released
+//   sb::task<> handler(...)
+//   {
+//           int v = co_await worker(slots, m);              // lazy, nested
+//           auto [a, b] = co_await sb::when_all(worker(..), sb::lock(m2));
+//           std::optional<sb::mutex_guard> g =
+//                   co_await sb::timeout(sb::lock(m), 50ms); // empty: timed out
+//   }
 //
 //   static void ring(void *ctx) { uv_async_send(static_cast<uv_async_t *>(ctx)); }
-//   sb::loop loop(ring, &async);          // any loop's doorbell
-//   loop.spawn(worker(slots, m));
+//   sb::loop loop(ring, &async, &timers);  // any loop's doorbell (and timers)
+//   loop.spawn(handler(...));
 //   ... on the doorbell, on the loop's thread:  loop.run_ready();
+//
+//   int v = sb::sync_wait(worker(slots, m)); // or block a plain thread on it
+//
+// Tasks: sb::task<T> (T = void by default) is a lazy coroutine: it starts
+// when it is co_awaited, runs on the awaiting coroutine's loop thread, and
+// hands its co_return value (or rethrows its exception) to its awaiter when
+// it finishes: at once, on the same stack, when it never suspended, or by
+// symmetric transfer from the loop when it did; the stack does not grow
+// either way.  A task is awaited once.  A top-level sb::task<> is spawned on
+// an sb::loop, which polls it one step at a time on the loop's thread; an
+// exception that leaves a spawned task calls std::terminate.  Its wake target
+// (syncband/loop.h) is allocated (at spawn) apart from the coroutine frames,
+// so a wake that arrives after the task finished touches live memory; the
+// loop frees it when the last waker clone goes.  Tasks co_await only the
+// awaitables of this header.
 //
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
 // an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
 // sb::call_once on a once, ch.send / ch.recv on an sb::channel, sb::poll
 // on any syncband future):
-//   - await_ready tries the uncontended path (try_acquire, try_lock,
-//     try_wait), so a free permit or mutex never suspends the coroutine.
+//   - await_ready tries the uncontended path (the one-CAS inline part of
+//     try_acquire and try_lock, try_wait), so a free permit or mutex never
+//     suspends the coroutine; what it cannot settle, the first poll does.
 //   - Otherwise await_suspend polls the future once with the task's waker;
 //     if it is still pending the coroutine suspends.  Every wake queues the
 //     task on its sb::loop, and the loop's run_ready polls the future again:
@@ -34,54 +56,211 @@
 //   - Destroying a suspended coroutine (loop::shutdown) cancels the future
 //     it waits on: a permit, a mutex or a signal granted to it but not yet
 //     resumed into goes back (to the next waiter), as the C cancel promises.
-//   - sb::permit, sb::mutex_guard and sb::rwlock_guard release what they
-//     hold when they go out of scope (or on release()/unlock()); all are
-//     move-only.
+//   - They may be moved until they are first awaited (the combinators below
+//     take them by value), never afterwards.
 //
-// Tasks: an sb::task coroutine runs on the sb::loop it is spawned on, one
-// poll at a time, on the loop's thread.  It may co_await only the awaitables
-// here.  Its wake target (syncband/loop.h) is allocated apart from the
-// coroutine frame, so a wake that arrives after the coroutine finished
-// touches live memory; the loop frees it when the last waker clone goes.
-// An exception that leaves a task calls std::terminate.
+// Combinators, over any of these awaitables and sb::task<T> (each takes its
+// awaitables by value and runs each in a coroutine frame of its own, one
+// allocation per awaitable that is not already a task):
+//   - sb::when_all(a, b, ...): runs them concurrently in the awaiting task;
+//     a std::tuple of their results (std::monostate for void), once all are
+//     done.  An exception from one is rethrown once all are done.
+//   - sb::when_any(a, b, ...): runs them concurrently until one completes,
+//     then cancels the others; a std::variant whose index() is the winner's.
+//     Each poll looks at them in a rotated order, so none is favoured.
+//   - sb::timeout(a, duration): a's result in a std::optional (a bool for
+//     void), empty when the deadline passed first.  The deadline is kept by
+//     the loop's sb::timer_service; on a loop without one the deadline
+//     counts as passed, and the wait is cut short before it starts.
+//   - sb::stoppable(a, std::stop_token): as timeout, empty once a stop was
+//     requested (from any thread) before a completed; a token stopped
+//     already cuts it short before it starts.
+//   Cancelling (a loser, an expired or stopped wait, a destroyed coroutine)
+//   follows the C cancel: completion wins ties - a cut-short await is polled
+//   once more first, and a future whose cancel finds its operation done (a
+//   channel item received) completes with its result; otherwise what it was
+//   granted is handed on, and the coroutines awaiting it are destroyed
+//   (their guards release what they hold) before the awaiting task resumes.
+//   when_any drops the result of a loser whose cancel found it done.
+//
+// Guards: sb::permit, sb::mutex_guard and sb::rwlock_guard give back what
+// they hold when they go out of scope, or on reset() (a permit) / unlock() (a
+// lock); release() means the same on each: it gives up ownership without
+// giving anything back, and returns what it held (as std::unique_lock's).
+// All are move-only.
 //
 // The hook for other coroutine types: the awaitables call
-// `h.promise().syncband_state()`, which returns the task's
-// sb::detail::task_state; a promise that provides it (and resumes the
-// coroutine from the state's poll, as sb::task's does) can await them too.
+// `h.promise().syncband_state()`, which returns the sb::detail::strand the
+// coroutine runs on; a promise that provides it (and resumes the strand's
+// coroutine from its poll, as sb::task's does) can await them too.
 #ifndef SYNCBAND_SYNCBAND_HPP
 #define SYNCBAND_SYNCBAND_HPP
 
+#if !defined(__cplusplus) || __cplusplus < 202002L || !defined(__cpp_impl_coroutine)
+#error "syncband.hpp needs C++20 coroutines: compile with -std=c++20 (CMake: link syncband::cxx); from C or older C++, use syncband/syncband.h"
+#else
+
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <optional>
+#include <stop_token>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include <syncband/syncband.h>
 
 namespace sb {
 
 class loop;
+template <class T = void>
+class task;
 
 namespace detail {
 
-// What a suspended task waits on: polled again on every wake of the task.
+// What a suspended coroutine waits on: polled again on every wake of its
+// task, cancelled when what awaits it is cut short.
 struct pending_op {
+	// SB_PENDING, or 0 once the coroutine may resume.
 	int (*poll)(pending_op *op, const sb_waker *w) noexcept;
+	// Cancels the wait: true when the operation was done anyway (the
+	// coroutine is resumed and sees its result), false when it was undone
+	// (the coroutine must not be resumed, only destroyed).
+	bool (*cancel)(pending_op *op) noexcept;
 };
 
-// The part of a task that waker clones reach; refcounted through `lt` and
-// freed by the loop (release) when the last reference is gone.
+struct task_state;
+struct deadline_trigger;
+struct task_access;
+
+// One line of execution within a task: the top-level coroutine and the
+// tasks it awaits, or one branch of a combinator.  At most one coroutine on
+// it is suspended at an awaiter at a time.
+struct strand {
+	task_state *task;                  // the spawned task: its waker, its loop
+	pending_op *waiting;               // what the strand is suspended at, or null
+	std::coroutine_handle<> resume_at; // the coroutine suspended there
+};
+
+// Polls what the strand waits on and, once that completes, resumes the
+// coroutine suspended there, which runs to its next suspension or its end.
+// True while the strand still waits (nothing was resumed).
+inline bool step(strand *s, const sb_waker *w) noexcept
+{
+	pending_op *op = s->waiting;
+	if (op) {
+		if (op->poll(op, w) == SB_PENDING)
+			return true;
+		s->waiting = nullptr;
+	}
+	s->resume_at.resume();
+	return false;
+}
+
+// Stops the strand whose outermost coroutine is `h`: cancels what it waits
+// on, resuming it while a cancel finds the operation done.  True when `h`
+// finished that way (its result stands); false when it was cut off (the
+// caller destroys `h`, whose awaiters have handed on what they held).
+inline bool cut(strand *s, std::coroutine_handle<> h) noexcept
+{
+	while (!h.done()) {
+		pending_op *op = std::exchange(s->waiting, nullptr);
+		if (!op || !op->cancel(op))
+			return false;
+		s->resume_at.resume();
+	}
+	return true;
+}
+
+// What every sb::task promise shares, whatever it returns.
+class promise_base {
+public:
+	struct final_awaiter {
+		bool await_ready() noexcept { return false; }
+		template <class Promise>
+		std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> h) noexcept
+		{
+			std::coroutine_handle<> next = h.promise().continuation_;
+			return next ? next : std::noop_coroutine();
+		}
+		void await_resume() noexcept {}
+	};
+
+	promise_base() noexcept = default;
+	promise_base(const promise_base &) = delete;
+	promise_base &operator=(const promise_base &) = delete;
+	inline ~promise_base();
+
+	std::suspend_always initial_suspend() noexcept { return {}; }
+	final_awaiter final_suspend() noexcept { return {}; }
+	void unhandled_exception() noexcept
+	{
+		if (root_)
+			std::terminate(); // nobody awaits a spawned task
+		error_ = std::current_exception();
+	}
+	strand *syncband_state() noexcept { return strand_; }
+
+	// The awaiting coroutine: runs on `s`, resumed when this one finishes
+	// (null: return to whoever resumed it, a loop or a combinator).
+	void bind(strand *s, std::coroutine_handle<> continuation) noexcept
+	{
+		strand_ = s;
+		continuation_ = continuation;
+	}
+	void rethrow_if_failed() const
+	{
+		if (error_)
+			std::rethrow_exception(error_);
+	}
+
+private:
+	friend class sb::loop;
+	strand *strand_ = nullptr;
+	std::coroutine_handle<> continuation_;
+	std::exception_ptr error_;
+	task_state *root_ = nullptr; // set when spawned: the frame's owner
+};
+
+template <class T>
+class result_slot {
+public:
+	template <class U = T>
+	void return_value(U &&v) noexcept(std::is_nothrow_constructible_v<T, U &&>)
+	{
+		value_.emplace(std::forward<U>(v));
+	}
+	T take() { return std::move(*value_); }
+
+private:
+	std::optional<T> value_;
+};
+
+template <>
+class result_slot<void> {
+public:
+	void return_void() noexcept {}
+	void take() noexcept {}
+};
+
+// The part of a spawned task that waker clones reach; refcounted through
+// `lt` and freed by the loop (release) when the last reference is gone.
 struct task_state {
 	sb_loop_task lt;
-	std::coroutine_handle<> frame;  // null once the coroutine frame is gone
-	pending_op *waiting;            // the awaiter the coroutine is suspended at
-	loop *owner;                    // null until spawned
-	task_state *prev;               // the owner's list of unfinished tasks
+	sb_waker waker;                  // lt's, borrowed by every first poll
+	strand main;                     // the top-level coroutine's strand
+	std::coroutine_handle<> frame;   // null once the coroutine frame is gone
+	loop *owner;
+	task_state *prev;                // the owner's list of unfinished tasks
 	task_state *next;
 };
 
@@ -97,81 +276,185 @@ inline void task_release(sb_loop_task *lt) noexcept
 	delete state_of(lt);
 }
 
-inline task_state *new_task_state()
-{
-	task_state *s = new task_state{};
-	sb_loop_task_init(&s->lt, task_poll, task_release);
-	return s;
-}
-
 } // namespace detail
 
-// A coroutine run by an sb::loop: `sb::task f() { ... co_return; }`.
+// A lazy coroutine returning T: `sb::task<int> f() { ... co_return 1; }`.
+// It starts when co_awaited (by a task, or any coroutine with
+// syncband_state()), or when an sb::task<> is spawned on an sb::loop.  A
+// task destroyed before it finishes is destroyed where it is suspended: its
+// awaiters cancel their futures.  T is void or a move-constructible object
+// type.  Awaiting a moved-from task is undefined.
+template <class T>
 class task {
+	static_assert(std::is_void_v<T> || (std::is_object_v<T> && std::is_move_constructible_v<T>),
+		      "sb::task<T>: T is void or a move-constructible object type");
+
 public:
-	struct promise_type {
-		detail::task_state *state = detail::new_task_state();
-
-		promise_type() = default;
-		promise_type(const promise_type &) = delete;
-		promise_type &operator=(const promise_type &) = delete;
-		~promise_type();
-
+	struct promise_type : detail::promise_base, detail::result_slot<T> {
 		task get_return_object() noexcept
 		{
 			return task(std::coroutine_handle<promise_type>::from_promise(*this));
 		}
-		std::suspend_always initial_suspend() noexcept { return {}; }
-		std::suspend_always final_suspend() noexcept { return {}; }
-		void return_void() noexcept {}
-		void unhandled_exception() noexcept { std::terminate(); }
-		detail::task_state *syncband_state() noexcept { return state; }
 	};
 
+	// co_await: runs the task on the awaiting coroutine's strand; its
+	// co_return value, or its exception rethrown.
+	class awaiter {
+	public:
+		explicit awaiter(std::coroutine_handle<promise_type> h) noexcept : h_(h) {}
+		bool await_ready() noexcept { return false; }
+		// Runs the task until it suspends or finishes.  Finished: the
+		// parent goes on without suspending, on this stack (gcc makes
+		// symmetric transfer a tail call only when optimising, so a loop
+		// of such awaits would otherwise grow the stack).  Suspended: its
+		// end resumes the parent by symmetric transfer.
+		template <class Promise>
+		bool await_suspend(std::coroutine_handle<Promise> parent) noexcept
+		{
+			h_.promise().bind(parent.promise().syncband_state(), nullptr);
+			h_.resume();
+			if (h_.done())
+				return false;
+			h_.promise().bind(parent.promise().syncband_state(), parent);
+			return true;
+		}
+		T await_resume()
+		{
+			h_.promise().rethrow_if_failed();
+			return h_.promise().take();
+		}
+
+	private:
+		std::coroutine_handle<promise_type> h_;
+	};
+
+	task() noexcept = default;
 	task(task &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
 	task &operator=(task &&other) noexcept
 	{
 		if (this != &other) {
-			if (h_)
-				h_.destroy();
+			reset();
 			h_ = std::exchange(other.h_, nullptr);
 		}
 		return *this;
 	}
 	task(const task &) = delete;
 	task &operator=(const task &) = delete;
-	// A task never spawned is destroyed without having run.
-	~task()
+	~task() { reset(); }
+
+	awaiter operator co_await() & noexcept { return awaiter(h_); }
+	awaiter operator co_await() && noexcept { return awaiter(h_); }
+
+	// True while the task holds a coroutine (not moved from, not reset).
+	explicit operator bool() const noexcept { return static_cast<bool>(h_); }
+	// Destroys the coroutine now, wherever it is suspended.
+	void reset() noexcept
 	{
 		if (h_)
-			h_.destroy();
+			std::exchange(h_, nullptr).destroy();
 	}
 
 private:
 	friend class loop;
+	friend struct detail::task_access;
 	explicit task(std::coroutine_handle<promise_type> h) noexcept : h_(h) {}
 	std::coroutine_handle<promise_type> h_;
 };
 
-// Runs sb::task coroutines on any event loop: `ring(ctx)` is the loop's
+namespace detail {
+// The combinators' view of a task: its coroutine.
+struct task_access {
+	template <class T>
+	static std::coroutine_handle<typename sb::task<T>::promise_type> handle(sb::task<T> &t) noexcept
+	{
+		return t.h_;
+	}
+};
+} // namespace detail
+
+// ------------------------------------------------------------------ timers
+
+// A deadline that the loop's sb::timer_service keeps for sb::timeout:
+// intrusive, it lives in the awaiting coroutine's frame, so arming one
+// allocates nothing.
+class timer {
+public:
+	timer() noexcept = default;
+	timer(const timer &) = delete;
+	timer &operator=(const timer &) = delete;
+
+	// When it expires, on the service's now_ns() clock.
+	std::uint64_t deadline_ns() const noexcept { return deadline_; }
+	// For the service, once the deadline has passed: the awaiting task is
+	// woken, and its next poll cuts the wait short.  The loop's thread; at
+	// most once per arm, never after disarm.
+	inline void fire() noexcept;
+	bool fired() const noexcept { return fired_; }
+
+	// Free for the service while the timer is armed: its list links.
+	timer *prev = nullptr;
+	timer *next = nullptr;
+
+private:
+	friend struct detail::deadline_trigger;
+	std::uint64_t deadline_ = 0;
+	detail::task_state *task_ = nullptr;
+	bool fired_ = false;
+};
+
+// The timers of a loop, supplied by whoever drives it (the loop's own timer
+// wheel, a uv_timer_t, a timerfd; sb::run_loop has one).  Every call comes
+// from the loop's thread, and fire() must be called there too.
+class timer_service {
+public:
+	// The clock the deadlines are on, in nanoseconds.
+	virtual std::uint64_t now_ns() noexcept = 0;
+	// Keeps `t` until its deadline_ns() passes, then calls t.fire(); must
+	// not fail (an armed timer that cannot be kept should fire at once).
+	virtual void arm(timer &t) noexcept = 0;
+	// Forgets an armed timer that has not fired.
+	virtual void disarm(timer &t) noexcept = 0;
+
+protected:
+	timer_service() = default;
+	timer_service(const timer_service &) = default;
+	timer_service &operator=(const timer_service &) = default;
+	~timer_service() = default;
+};
+
+// ------------------------------------------------------------------ loop
+
+// Runs sb::task<> coroutines on any event loop: `ring(ctx)` is the loop's
 // doorbell (syncband/loop.h), called from any thread when tasks are queued
-// and the loop should call run_ready() on its thread.  Every member but the
-// ring runs on the loop's thread.
+// and the loop should call run_ready() on its thread; `timers` (may be null)
+// keeps sb::timeout's deadlines.  Every member but the ring runs on the
+// loop's thread.
 class loop {
 public:
-	loop(sb_loop_ring_fn ring, void *ctx) noexcept { sb_loop_init(&l_, ring, ctx); }
+	loop(sb_loop_ring_fn ring, void *ctx, timer_service *timers = nullptr) noexcept
+		: timers_(timers)
+	{
+		sb_loop_init(&l_, ring, ctx);
+	}
 	loop(const loop &) = delete;
 	loop &operator=(const loop &) = delete;
 	// Call shutdown() and run_ready() until idle() before destroying it.
 	~loop() = default;
 
 	// Queues the coroutine's first step; it runs at the next run_ready().
-	// A moved-from task is ignored.
-	void spawn(task t) noexcept
+	// A moved-from task is ignored.  Allocates the task's wake target:
+	// throws std::bad_alloc, and the task is destroyed unrun, if it cannot.
+	void spawn(task<> t)
 	{
 		if (!t.h_)
 			return;
-		detail::task_state *s = t.h_.promise().state;
+		auto *s = new detail::task_state{};
+		sb_loop_task_init(&s->lt, detail::task_poll, detail::task_release);
+		s->waker = sb_loop_task_waker(&s->lt);
+		detail::promise_base &p = t.h_.promise();
+		p.bind(&s->main, nullptr);
+		p.root_ = s;
+		s->main = detail::strand{ s, nullptr, t.h_ };
 		s->frame = std::exchange(t.h_, nullptr);
 		s->owner = this;
 		s->prev = nullptr;
@@ -196,15 +479,16 @@ public:
 	{
 		while (live_) {
 			detail::task_state *s = live_;
-			s->frame.destroy(); // unlinks s (promise_type's destructor)
+			s->frame.destroy(); // unlinks s (promise_base's destructor)
 			sb_loop_wake(&s->lt);
 		}
 	}
 
+	timer_service *timers() const noexcept { return timers_; }
 	sb_loop *native() noexcept { return &l_; }
 
 private:
-	friend struct task::promise_type;
+	friend class detail::promise_base;
 	void unlink(detail::task_state *s) noexcept
 	{
 		if (s->prev)
@@ -217,18 +501,17 @@ private:
 	}
 
 	sb_loop l_;
+	timer_service *timers_;
 	detail::task_state *live_ = nullptr;
 };
 
-inline task::promise_type::~promise_type()
+inline detail::promise_base::~promise_base()
 {
-	if (!state->owner) {
-		delete state; // never spawned: nothing else references it
+	if (!root_)
 		return;
-	}
-	state->frame = nullptr;
-	state->waiting = nullptr;
-	state->owner->unlink(state);
+	root_->frame = nullptr;
+	root_->main.waiting = nullptr;
+	root_->owner->unlink(root_);
 }
 
 inline int detail::task_poll(sb_loop_task *lt, const sb_waker *w) noexcept
@@ -236,21 +519,21 @@ inline int detail::task_poll(sb_loop_task *lt, const sb_waker *w) noexcept
 	task_state *s = state_of(lt);
 	if (!s->frame)
 		return 0; // destroyed by loop::shutdown
-	if (s->waiting) {
-		if (s->waiting->poll(s->waiting, w) == SB_PENDING)
-			return SB_PENDING;
-		s->waiting = nullptr;
-	}
-	s->frame.resume();
-	if (!s->frame.done())
+	if (step(&s->main, w) || !s->frame.done())
 		return SB_PENDING; // suspended at an awaiter, registered with `w`
 	s->frame.destroy();
 	return 0;
 }
 
+inline void timer::fire() noexcept
+{
+	fired_ = true;
+	sb_loop_wake(&task_->lt); // the task is unfinished while its timer is armed
+}
+
 // ------------------------------------------------------------------ guards
 
-// Permits of an sb_semaphore, released when it goes out of scope.  An
+// Permits of an sb_semaphore, returned when it goes out of scope.  An
 // acquire that failed gives an empty permit whose error() says why.
 class permit {
 public:
@@ -265,7 +548,7 @@ public:
 	permit &operator=(permit &&o) noexcept
 	{
 		if (this != &o) {
-			release();
+			reset();
 			sem_ = std::exchange(o.sem_, nullptr);
 			n_ = std::exchange(o.n_, 0);
 			error_ = o.error_;
@@ -274,19 +557,27 @@ public:
 	}
 	permit(const permit &) = delete;
 	permit &operator=(const permit &) = delete;
-	~permit() { release(); }
+	~permit() { reset(); }
 
 	explicit operator bool() const noexcept { return sem_ != nullptr; }
 	// 0, or the acquire's negative errno (-ESHUTDOWN, -EINVAL).
 	int error() const noexcept { return error_; }
 	std::size_t count() const noexcept { return n_; }
-	// Returns the permits now.
-	void release() noexcept
+	sb_semaphore *semaphore() const noexcept { return sem_; }
+	// Returns the permits to the semaphore now.
+	void reset() noexcept
 	{
 		if (sem_)
 			sb_semaphore_release(sem_, n_);
 		sem_ = nullptr;
 		n_ = 0;
+	}
+	// Gives up ownership without returning the permits: returns how many
+	// it held (the caller now owes them to semaphore(), read first).
+	[[nodiscard]] std::size_t release() noexcept
+	{
+		sem_ = nullptr;
+		return std::exchange(n_, 0);
 	}
 
 private:
@@ -323,8 +614,8 @@ public:
 			sb_mutex_unlock(m_);
 		m_ = nullptr;
 	}
-	// Gives up ownership without unlocking; returns the mutex.
-	sb_mutex *release() noexcept { return std::exchange(m_, nullptr); }
+	// Gives up ownership without unlocking; returns the mutex (or null).
+	[[nodiscard]] sb_mutex *release() noexcept { return std::exchange(m_, nullptr); }
 
 private:
 	friend class condvar_wait_awaiter;
@@ -362,6 +653,8 @@ public:
 			(k_ == exclusive ? sb_rwlock_write_unlock : sb_rwlock_read_unlock)(rw_);
 		rw_ = nullptr;
 	}
+	// Gives up ownership without unlocking; returns the lock (or null).
+	[[nodiscard]] sb_rwlock *release() noexcept { return std::exchange(rw_, nullptr); }
 	// The write lock becomes a read lock, atomically (sb_rwlock_downgrade).
 	void downgrade() noexcept
 	{
@@ -378,76 +671,204 @@ private:
 
 namespace detail {
 
+// Each future type's poll and cancel, called directly (inline where the C
+// header has them inline) rather than through its sb_future_ops.
+inline int poll_future(sb_semaphore_acquire *f, const sb_waker *w) noexcept
+{
+	return sb_semaphore_acquire_poll(f, w);
+}
+inline void cancel_future(sb_semaphore_acquire *f) noexcept
+{
+	sb_semaphore_acquire_cancel(f);
+}
+inline int poll_future(sb_mutex_lock *f, const sb_waker *w) noexcept
+{
+	return sb_mutex_lock_poll(f, w);
+}
+inline void cancel_future(sb_mutex_lock *f) noexcept
+{
+	sb_mutex_lock_cancel(f);
+}
+inline int poll_future(sb_rwlock_lock *f, const sb_waker *w) noexcept
+{
+	return sb_rwlock_lock_poll(f, w);
+}
+inline void cancel_future(sb_rwlock_lock *f) noexcept
+{
+	sb_rwlock_lock_cancel(f);
+}
+inline int poll_future(sb_condvar_wait *f, const sb_waker *w) noexcept
+{
+	return sb_condvar_wait_poll(f, w);
+}
+inline void cancel_future(sb_condvar_wait *f) noexcept
+{
+	sb_condvar_wait_cancel(f);
+}
+inline int poll_future(sb_event_wait *f, const sb_waker *w) noexcept
+{
+	return sb_event_wait_poll(f, w);
+}
+inline void cancel_future(sb_event_wait *f) noexcept
+{
+	sb_event_wait_cancel(f);
+}
+inline int poll_future(sb_auto_event_wait *f, const sb_waker *w) noexcept
+{
+	return sb_auto_event_wait_poll(f, w);
+}
+inline void cancel_future(sb_auto_event_wait *f) noexcept
+{
+	sb_auto_event_wait_cancel(f);
+}
+inline int poll_future(sb_barrier_wait *f, const sb_waker *w) noexcept
+{
+	return sb_barrier_wait_poll(f, w);
+}
+inline void cancel_future(sb_barrier_wait *f) noexcept
+{
+	sb_barrier_wait_cancel(f);
+}
+inline int poll_future(sb_latch_wait *f, const sb_waker *w) noexcept
+{
+	return sb_latch_wait_poll(f, w);
+}
+inline void cancel_future(sb_latch_wait *f) noexcept
+{
+	sb_latch_wait_cancel(f);
+}
+inline int poll_future(sb_once_wait *f, const sb_waker *w) noexcept
+{
+	return sb_once_wait_poll(f, w);
+}
+inline void cancel_future(sb_once_wait *f) noexcept
+{
+	sb_once_wait_cancel(f);
+}
+inline int poll_future(sb_channel_send *f, const sb_waker *w) noexcept
+{
+	return sb_channel_send_poll(f, w);
+}
+inline void cancel_future(sb_channel_send *f) noexcept
+{
+	static_cast<void>(sb_channel_send_cancel(f));
+}
+inline int poll_future(sb_channel_recv *f, const sb_waker *w) noexcept
+{
+	return sb_channel_recv_poll(f, w);
+}
+inline void cancel_future(sb_channel_recv *f) noexcept
+{
+	static_cast<void>(sb_channel_recv_cancel(f));
+}
+
 // A syncband future awaited by a task: registered by await_suspend, polled
-// again on every wake.  Neither copyable nor movable: the future must stay
-// where it is while pending.
+// again on every wake.  Not copyable, and movable only before it is first
+// awaited: the future must stay where it is while pending.  Nothing but the
+// phase is stored until an await suspends, so an await that completes in
+// await_ready costs no more than the C call it makes.
 class awaiter_core : protected pending_op {
 public:
 	awaiter_core(const awaiter_core &) = delete;
 	awaiter_core &operator=(const awaiter_core &) = delete;
 
 protected:
-	awaiter_core(void *future, const sb_future_ops *ops) noexcept
-		: pending_op{ &poll_again }, fut_(future), ops_(ops)
-	{
-	}
+	using poll_fn = int (*)(pending_op *, const sb_waker *) noexcept;
+	using cancel_fn = bool (*)(pending_op *) noexcept;
+	enum class phase : unsigned char { idle, pending, done, cancelled };
+
+	awaiter_core() noexcept {} // pending_op: filled in by suspend()
 	~awaiter_core() = default;
 
-	// Polls the (initialised) future with the task's waker: true when the
-	// coroutine must suspend until it completes.
+	// Polls the (initialised) future once through `p` (which settles it)
+	// with the task's waker: true when the coroutine must suspend until it
+	// completes; `p` is then what each wake re-polls, `c` what cancels it.
 	template <class Promise>
-	bool suspend(std::coroutine_handle<Promise> h) noexcept
+	bool suspend(std::coroutine_handle<Promise> h, poll_fn p, cancel_fn c) noexcept
 	{
-		task_state *t = h.promise().syncband_state();
-		pending_ = true;
-		sb_waker w = sb_loop_task_waker(&t->lt);
-		if (poll_once(&w))
+		strand *s = h.promise().syncband_state();
+		phase_ = phase::pending;
+		if (p(this, &s->task->waker) != SB_PENDING)
 			return false;
-		t->waiting = this;
+		poll = p;
+		cancel = c;
+		s->waiting = this;
+		s->resume_at = h;
 		return true;
 	}
 
-	// For the destructors: a pending future is cancelled, handing on what it
-	// was granted.
-	void cancel_if_pending() noexcept
+	// A poll's result: 0 (and the result kept) once it completed.
+	int settle(int r) noexcept
 	{
-		if (pending_)
-			ops_->cancel(fut_);
-		pending_ = false;
+		if (r == SB_PENDING)
+			return SB_PENDING;
+		result_ = r;
+		phase_ = phase::done;
+		return 0;
+	}
+	// The poll after a cancel returns the final result without registering
+	// (future.h): -ECANCELED when the cancel undid the operation, else what
+	// it completed with (a channel's item that had been handed over).
+	bool settle_cancelled(int r) noexcept
+	{
+		if (r == -ECANCELED) {
+			phase_ = phase::cancelled;
+			return false;
+		}
+		result_ = r;
+		phase_ = phase::done;
+		return true;
 	}
 
-	bool pending() const noexcept { return pending_; }
+	bool pending() const noexcept { return phase_ == phase::pending; }
+	// Pending, or cancelled by a combinator: the operation did not happen.
+	bool unfinished() const noexcept
+	{
+		return phase_ == phase::pending || phase_ == phase::cancelled;
+	}
 
-	int result_ = 0;
+	int result_; // written by await_ready or a poll before it is read
 
 private:
-	bool poll_once(const sb_waker *w) noexcept
-	{
-		int r = ops_->poll(fut_, w);
-		if (r == SB_PENDING)
-			return false;
-		result_ = r;
-		pending_ = false;
-		return true;
-	}
-	static int poll_again(pending_op *op, const sb_waker *w) noexcept
-	{
-		return static_cast<awaiter_core *>(op)->poll_once(w) ? 0 : SB_PENDING;
-	}
-
-	void *fut_;
-	const sb_future_ops *ops_;
-	bool pending_ = false;
+	phase phase_ = phase::idle;
 };
 
 // An awaiter that holds its future.
 template <class Future>
 class future_awaiter : public awaiter_core {
 protected:
-	explicit future_awaiter(const sb_future_ops *ops) noexcept : awaiter_core(&future_, ops) {}
-	~future_awaiter() { cancel_if_pending(); }
+	// User-provided, so that `future_awaiter()` leaves the future alone
+	// rather than zeroing it (its init does that job).
+	future_awaiter() noexcept {}
+	future_awaiter(future_awaiter &&) noexcept : awaiter_core() {}
+	// A pending future is cancelled, handing on what it was granted.
+	~future_awaiter()
+	{
+		if (pending())
+			cancel_future(&future_);
+	}
+
+	template <class Promise>
+	bool suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		return awaiter_core::suspend(h, &poll_again, &cancel_wait);
+	}
 
 	Future future_;
+
+private:
+	static int poll_again(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<future_awaiter *>(op);
+		return a->settle(poll_future(&a->future_, w));
+	}
+	static bool cancel_wait(pending_op *op) noexcept
+	{
+		auto *a = static_cast<future_awaiter *>(op);
+		cancel_future(&a->future_);
+		sb_waker noop = sb_waker_noop();
+		return a->settle_cancelled(poll_future(&a->future_, &noop));
+	}
 };
 
 } // namespace detail
@@ -455,13 +876,18 @@ protected:
 class acquire_awaiter : public detail::future_awaiter<sb_semaphore_acquire> {
 public:
 	acquire_awaiter(sb_semaphore &s, std::size_t n) noexcept
-		: future_awaiter(&sb_semaphore_acquire_ops), sem_(&s), n_(n)
+		: future_awaiter(), sem_(&s), n_(n)
 	{
 	}
+	// The inline attempt of try_acquire only (one CAS): whatever it cannot
+	// settle, the future's first poll does.
 	bool await_ready() noexcept
 	{
-		result_ = sb_semaphore_try_acquire(sem_, n_);
-		return result_ != -EAGAIN;
+		// relaxed: a guess that the CAS confirms; acquire: as try_acquire.
+		std::size_t state = sb__state_load_relaxed(&sem_->q), next;
+		result_ = 0;
+		return sb__semaphore_may_take(state, n_, &next) &&
+		       sb__state_cas_acquire(&sem_->q, &state, next);
 	}
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
@@ -485,8 +911,10 @@ inline acquire_awaiter acquire(sb_semaphore &s, std::size_t n = 1) noexcept
 
 class lock_awaiter : public detail::future_awaiter<sb_mutex_lock> {
 public:
-	explicit lock_awaiter(sb_mutex &m) noexcept : future_awaiter(&sb_mutex_lock_ops), m_(&m) {}
-	bool await_ready() noexcept { return sb_mutex_try_lock(m_) == 0; }
+	explicit lock_awaiter(sb_mutex &m) noexcept : future_awaiter(), m_(&m) {}
+	// The inline attempt of try_lock only (one CAS): whatever it cannot
+	// settle, the future's first poll does.
+	bool await_ready() noexcept { return sb__mutex_take_if_free(m_); }
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
@@ -508,7 +936,7 @@ inline lock_awaiter lock(sb_mutex &m) noexcept
 class rwlock_awaiter : public detail::future_awaiter<sb_rwlock_lock> {
 public:
 	rwlock_awaiter(sb_rwlock &rw, rwlock_guard::kind k) noexcept
-		: future_awaiter(&sb_rwlock_lock_ops), rw_(&rw), k_(k)
+		: future_awaiter(), rw_(&rw), k_(k)
 	{
 	}
 	bool await_ready() noexcept
@@ -551,14 +979,15 @@ inline rwlock_awaiter write_lock(sb_rwlock &rw) noexcept
 class condvar_wait_awaiter : public detail::future_awaiter<sb_condvar_wait> {
 public:
 	condvar_wait_awaiter(sb_condvar &cv, mutex_guard &g) noexcept
-		: future_awaiter(&sb_condvar_wait_ops), cv_(&cv), guard_(&g)
+		: future_awaiter(), cv_(&cv), guard_(&g)
 	{
 	}
+	condvar_wait_awaiter(condvar_wait_awaiter &&) noexcept = default;
 	// Cancelled while waiting: the mutex is not held (condvar.h).
 	~condvar_wait_awaiter()
 	{
-		if (pending())
-			guard_->release();
+		if (unfinished())
+			guard_->m_ = nullptr;
 	}
 	bool await_ready() noexcept
 	{
@@ -591,7 +1020,7 @@ inline condvar_wait_awaiter wait(sb_condvar &cv, mutex_guard &g) noexcept
 
 class event_wait_awaiter : public detail::future_awaiter<sb_event_wait> {
 public:
-	explicit event_wait_awaiter(sb_event &e) noexcept : future_awaiter(&sb_event_wait_ops), e_(&e)
+	explicit event_wait_awaiter(sb_event &e) noexcept : future_awaiter(), e_(&e)
 	{
 	}
 	bool await_ready() noexcept { return sb_event_try_wait(e_) == 0; }
@@ -616,7 +1045,7 @@ inline event_wait_awaiter wait(sb_event &e) noexcept
 class auto_event_wait_awaiter : public detail::future_awaiter<sb_auto_event_wait> {
 public:
 	explicit auto_event_wait_awaiter(sb_auto_event &e) noexcept
-		: future_awaiter(&sb_auto_event_wait_ops), e_(&e)
+		: future_awaiter(), e_(&e)
 	{
 	}
 	bool await_ready() noexcept { return sb_auto_event_try_wait(e_) == 0; }
@@ -641,7 +1070,7 @@ inline auto_event_wait_awaiter wait(sb_auto_event &e) noexcept
 class barrier_wait_awaiter : public detail::future_awaiter<sb_barrier_wait> {
 public:
 	explicit barrier_wait_awaiter(sb_barrier &b) noexcept
-		: future_awaiter(&sb_barrier_wait_ops), b_(&b)
+		: future_awaiter(), b_(&b)
 	{
 	}
 	// Arriving changes the barrier, so it is done by the future's first poll.
@@ -675,7 +1104,7 @@ inline barrier_wait_awaiter arrive_and_wait(sb_barrier &b) noexcept
 
 class latch_wait_awaiter : public detail::future_awaiter<sb_latch_wait> {
 public:
-	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(&sb_latch_wait_ops), l_(&l)
+	explicit latch_wait_awaiter(sb_latch &l) noexcept : future_awaiter(), l_(&l)
 	{
 	}
 	bool await_ready() noexcept { return sb_latch_try_wait(l_) == 0; }
@@ -739,7 +1168,7 @@ private:
 
 class once_wait_awaiter : public detail::future_awaiter<sb_once_wait> {
 public:
-	explicit once_wait_awaiter(sb_once &o) noexcept : future_awaiter(&sb_once_wait_ops), o_(&o) {}
+	explicit once_wait_awaiter(sb_once &o) noexcept : future_awaiter(), o_(&o) {}
 	// Done already: one acquire load, and the initialiser's writes are
 	// visible.
 	bool await_ready() noexcept { return sb_once_is_done(o_); }
@@ -776,7 +1205,7 @@ template <class T>
 class send_awaiter : public detail::future_awaiter<sb_channel_send> {
 public:
 	send_awaiter(sb_channel &ch, const T &item) noexcept
-		: future_awaiter(&sb_channel_send_ops), ch_(&ch), item_(item)
+		: future_awaiter(), ch_(&ch), item_(item)
 	{
 	}
 	bool await_ready() noexcept
@@ -802,7 +1231,7 @@ template <class T>
 class recv_awaiter : public detail::future_awaiter<sb_channel_recv> {
 public:
 	explicit recv_awaiter(sb_channel &ch) noexcept
-		: future_awaiter(&sb_channel_recv_ops), ch_(&ch)
+		: future_awaiter(), ch_(&ch)
 	{
 	}
 	bool await_ready() noexcept
@@ -904,15 +1333,37 @@ private:
 // coroutine is destroyed while it waits, the future is cancelled.
 class poll_awaiter : public detail::awaiter_core {
 public:
-	poll_awaiter(void *future, const sb_future_ops *ops) noexcept : awaiter_core(future, ops) {}
-	~poll_awaiter() { cancel_if_pending(); }
+	poll_awaiter(void *future, const sb_future_ops *ops) noexcept : fut_(future), ops_(ops) {}
+	poll_awaiter(poll_awaiter &&o) noexcept : awaiter_core(), fut_(o.fut_), ops_(o.ops_) {}
+	~poll_awaiter()
+	{
+		if (pending())
+			ops_->cancel(fut_);
+	}
 	bool await_ready() noexcept { return false; }
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		return suspend(h);
+		return suspend(h, &poll_again, &cancel_wait);
 	}
 	int await_resume() noexcept { return result_; }
+
+private:
+	static int poll_again(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<poll_awaiter *>(op);
+		return a->settle(a->ops_->poll(a->fut_, w));
+	}
+	static bool cancel_wait(pending_op *op) noexcept
+	{
+		auto *a = static_cast<poll_awaiter *>(op);
+		a->ops_->cancel(a->fut_);
+		sb_waker noop = sb_waker_noop();
+		return a->settle_cancelled(a->ops_->poll(a->fut_, &noop));
+	}
+
+	void *fut_;
+	const sb_future_ops *ops_;
 };
 
 inline poll_awaiter poll(void *future, const sb_future_ops *ops) noexcept
@@ -964,7 +1415,7 @@ struct current_waker_awaiter {
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		t = h.promise().syncband_state();
+		t = h.promise().syncband_state()->task;
 		return false;
 	}
 	waker await_resume() noexcept
@@ -982,19 +1433,23 @@ inline current_waker_awaiter current_waker() noexcept
 // co_await sb::yield(): lets every other queued task run first.
 class yield_awaiter : detail::pending_op {
 public:
-	yield_awaiter() noexcept : pending_op{ &done } {}
+	yield_awaiter() noexcept : pending_op{ &done, &undo } {}
+	yield_awaiter(yield_awaiter &&) noexcept : yield_awaiter() {}
 	bool await_ready() noexcept { return false; }
 	template <class Promise>
 	void await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		detail::task_state *t = h.promise().syncband_state();
-		t->waiting = this;
-		sb_loop_wake(&t->lt);
+		detail::strand *s = h.promise().syncband_state();
+		s->waiting = this;
+		s->resume_at = h;
+		sb_loop_wake(&s->task->lt);
 	}
 	void await_resume() noexcept {}
 
 private:
 	static int done(pending_op *, const sb_waker *) noexcept { return 0; }
+	// A cut-short yield is not resumed: a loop of yields would never end.
+	static bool undo(pending_op *) noexcept { return false; }
 };
 
 inline yield_awaiter yield() noexcept
@@ -1002,6 +1457,608 @@ inline yield_awaiter yield() noexcept
 	return {};
 }
 
+
+// ------------------------------------------------------------- combinators
+
+namespace detail {
+
+template <class A>
+struct is_task : std::false_type {};
+template <class T>
+struct is_task<task<T>> : std::true_type {};
+
+// What co_await on an A gives.
+template <class A>
+struct awaited {
+	using type = decltype(std::declval<A &>().await_resume());
+};
+template <class T>
+struct awaited<task<T>> {
+	using type = T;
+};
+template <class A>
+using awaited_t = typename awaited<std::remove_cvref_t<A>>::type;
+
+// A result as a combinator holds it: void becomes std::monostate.
+template <class R>
+using unit_or = std::conditional_t<std::is_void_v<R>, std::monostate, R>;
+// A result that may not come: std::optional, or a bool for void.
+template <class R>
+using maybe = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+
+// An awaiter in a task of its own, so that a combinator can run it as a
+// branch; a task is one already.
+template <class A>
+task<awaited_t<A>> await_one(A a)
+{
+	co_return co_await a;
+}
+
+template <class A>
+auto as_task(A &&a)
+{
+	if constexpr (is_task<std::remove_cvref_t<A>>::value)
+		return std::move(a);
+	else
+		return await_one<std::remove_cvref_t<A>>(std::move(a));
+}
+
+template <class T>
+unit_or<T> take_result(task<T> &t)
+{
+	auto h = task_access::handle(t);
+	h.promise().rethrow_if_failed();
+	if constexpr (std::is_void_v<T>)
+		return std::monostate{};
+	else
+		return h.promise().take();
+}
+
+// The branches of a combinator: N tasks, each on a strand of its own within
+// the awaiting task, polled with the task's waker.
+template <std::size_t N>
+class branches {
+public:
+	template <class T>
+	void bind(std::size_t i, task<T> &t, task_state *owner) noexcept
+	{
+		auto h = task_access::handle(t);
+		strands_[i] = strand{ owner, nullptr, h };
+		h.promise().bind(&strands_[i], nullptr);
+		handles_[i] = h;
+	}
+	// Finished, or destroyed (forget).
+	bool done(std::size_t i) const noexcept { return !handles_[i] || handles_[i].done(); }
+	// Polls branch i, resuming it once what it waits on completed: true
+	// once it has finished.
+	bool advance(std::size_t i, const sb_waker *w) noexcept
+	{
+		return !step(&strands_[i], w) && handles_[i].done();
+	}
+	// See detail::cut: true when the branch finished after all.
+	bool cut(std::size_t i) noexcept { return detail::cut(&strands_[i], handles_[i]); }
+	// Its task was destroyed.
+	void forget(std::size_t i) noexcept { handles_[i] = nullptr; }
+
+private:
+	std::array<strand, N> strands_{};
+	std::array<std::coroutine_handle<>, N> handles_{};
+};
+
+// Where an awaiter that polls branches suspends its coroutine.
+template <class Promise>
+strand *strand_of(std::coroutine_handle<Promise> h) noexcept
+{
+	return h.promise().syncband_state();
+}
+
+inline bool park(strand *s, pending_op *op, std::coroutine_handle<> h, int first_poll) noexcept
+{
+	if (first_poll != SB_PENDING)
+		return false;
+	s->waiting = op;
+	s->resume_at = h;
+	return true;
+}
+
+} // namespace detail
+
+// co_await sb::when_all(a, b, ...): see the header comment.
+template <class... Ts>
+class when_all_awaiter : detail::pending_op {
+	static constexpr std::size_t N = sizeof...(Ts);
+	using indices = std::index_sequence_for<Ts...>;
+
+public:
+	explicit when_all_awaiter(task<Ts>... ts) noexcept
+		: pending_op{ &poll_all, &cancel_all }, tasks_(std::move(ts)...)
+	{
+	}
+	when_all_awaiter(when_all_awaiter &&o) noexcept
+		: pending_op{ &poll_all, &cancel_all }, tasks_(std::move(o.tasks_))
+	{
+	}
+	when_all_awaiter(const when_all_awaiter &) = delete;
+	when_all_awaiter &operator=(const when_all_awaiter &) = delete;
+
+	bool await_ready() noexcept { return N == 0; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		detail::strand *s = detail::strand_of(h);
+		bind_all(s->task, indices{});
+		left_ = N;
+		return detail::park(s, this, h, poll_all(this, &s->task->waker));
+	}
+	// Every result in order; the first branch's exception, rethrown.
+	std::tuple<detail::unit_or<Ts>...> await_resume() { return take_all(indices{}); }
+
+private:
+	template <std::size_t... I>
+	void bind_all(detail::task_state *owner, std::index_sequence<I...>) noexcept
+	{
+		(b_.bind(I, std::get<I>(tasks_), owner), ...);
+	}
+	template <std::size_t... I>
+	std::tuple<detail::unit_or<Ts>...> take_all(std::index_sequence<I...>)
+	{
+		// Braced: evaluated in order, so the first failure is rethrown.
+		return std::tuple<detail::unit_or<Ts>...>{ detail::take_result(std::get<I>(tasks_))... };
+	}
+	template <std::size_t... I>
+	void destroy(std::size_t i, std::index_sequence<I...>) noexcept
+	{
+		((I == i ? std::get<I>(tasks_).reset() : void()), ...);
+		b_.forget(i);
+	}
+
+	static int poll_all(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<when_all_awaiter *>(op);
+		for (std::size_t i = 0; i < N; i++)
+			if (!a->b_.done(i) && a->b_.advance(i, w))
+				a->left_--;
+		return a->left_ ? SB_PENDING : 0;
+	}
+	static bool cancel_all(pending_op *op) noexcept
+	{
+		auto *a = static_cast<when_all_awaiter *>(op);
+		bool all = true;
+		for (std::size_t i = 0; i < N; i++) {
+			if (a->b_.done(i) || a->b_.cut(i))
+				continue;
+			a->destroy(i, indices{});
+			all = false;
+		}
+		return all;
+	}
+
+	std::tuple<task<Ts>...> tasks_;
+	detail::branches<N> b_;
+	std::size_t left_ = 0;
+};
+
+// Runs every awaitable (an awaiter or an sb::task, moved in) concurrently
+// within the awaiting task and resumes it once all have completed.
+template <class... As>
+when_all_awaiter<detail::awaited_t<As>...> when_all(As... as)
+{
+	return when_all_awaiter<detail::awaited_t<As>...>(detail::as_task(std::move(as))...);
+}
+
+// co_await sb::when_any(a, b, ...): see the header comment.
+template <class... Ts>
+class when_any_awaiter : detail::pending_op {
+	static constexpr std::size_t N = sizeof...(Ts);
+	static_assert(N > 0, "sb::when_any needs at least one awaitable");
+	using indices = std::index_sequence_for<Ts...>;
+	static constexpr std::size_t none = N;
+
+public:
+	explicit when_any_awaiter(task<Ts>... ts) noexcept
+		: pending_op{ &poll_any, &cancel_any }, tasks_(std::move(ts)...)
+	{
+	}
+	when_any_awaiter(when_any_awaiter &&o) noexcept
+		: pending_op{ &poll_any, &cancel_any }, tasks_(std::move(o.tasks_))
+	{
+	}
+	when_any_awaiter(const when_any_awaiter &) = delete;
+	when_any_awaiter &operator=(const when_any_awaiter &) = delete;
+
+	bool await_ready() noexcept { return false; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		detail::strand *s = detail::strand_of(h);
+		bind_all(s->task, indices{});
+		return detail::park(s, this, h, poll_any(this, &s->task->waker));
+	}
+	// The winner's result, at the winner's index; its exception, rethrown.
+	std::variant<detail::unit_or<Ts>...> await_resume() { return take_winner(indices{}); }
+
+private:
+	using result = std::variant<detail::unit_or<Ts>...>;
+
+	template <std::size_t... I>
+	void bind_all(detail::task_state *owner, std::index_sequence<I...>) noexcept
+	{
+		(b_.bind(I, std::get<I>(tasks_), owner), ...);
+	}
+	template <std::size_t... I>
+	result take_winner(std::index_sequence<I...>)
+	{
+		std::optional<result> r;
+		((I == winner_ ? static_cast<void>(r.emplace(std::in_place_index<I>,
+							       detail::take_result(std::get<I>(tasks_))))
+			       : void()),
+		 ...);
+		return std::move(*r);
+	}
+	template <std::size_t... I>
+	void destroy(std::size_t i, std::index_sequence<I...>) noexcept
+	{
+		((I == i ? std::get<I>(tasks_).reset() : void()), ...);
+		b_.forget(i);
+	}
+	// Cuts every branch but the winner short and destroys it: a loser
+	// whose cancel found it done is dropped with its result.
+	void drop_losers() noexcept
+	{
+		for (std::size_t i = 0; i < N; i++) {
+			if (i == winner_)
+				continue;
+			if (!b_.done(i))
+				static_cast<void>(b_.cut(i));
+			destroy(i, indices{});
+		}
+	}
+
+	static int poll_any(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<when_any_awaiter *>(op);
+		std::size_t first = a->rotor_;
+		a->rotor_ = (first + 1) % N;
+		for (std::size_t k = 0; k < N; k++) {
+			std::size_t i = (first + k) % N;
+			if (a->b_.advance(i, w)) {
+				a->winner_ = i;
+				a->drop_losers();
+				return 0;
+			}
+		}
+		return SB_PENDING;
+	}
+	// The awaiting coroutine is cut short: the first branch whose cancel
+	// finds it done wins after all.
+	static bool cancel_any(pending_op *op) noexcept
+	{
+		auto *a = static_cast<when_any_awaiter *>(op);
+		for (std::size_t i = 0; i < N && a->winner_ == none; i++)
+			if (a->b_.cut(i))
+				a->winner_ = i;
+		if (a->winner_ == none) {
+			for (std::size_t i = 0; i < N; i++)
+				a->destroy(i, indices{});
+			return false;
+		}
+		a->drop_losers();
+		return true;
+	}
+
+	std::tuple<task<Ts>...> tasks_;
+	detail::branches<N> b_;
+	std::size_t rotor_ = 0;
+	std::size_t winner_ = none;
+};
+
+// Runs every awaitable (an awaiter or an sb::task, moved in) concurrently
+// within the awaiting task until one completes; the others are cancelled.
+// The C select (syncband/select.h) waits on plain futures; this one races
+// whole coroutines, polling each in turn.
+template <class... As>
+when_any_awaiter<detail::awaited_t<As>...> when_any(As... as)
+{
+	return when_any_awaiter<detail::awaited_t<As>...>(detail::as_task(std::move(as))...);
+}
+
+namespace detail {
+
+// sb::timeout's trigger: a timer on the loop's timer_service.
+struct deadline_trigger {
+	explicit deadline_trigger(std::uint64_t ns) noexcept : ns_(ns) {}
+	deadline_trigger(deadline_trigger &&o) noexcept : ns_(o.ns_) {}
+
+	// True when it counts as fired already: the loop has no timers.
+	bool arm(task_state *t) noexcept
+	{
+		svc_ = t->owner ? t->owner->timers() : nullptr;
+		if (!svc_)
+			return true;
+		std::uint64_t now = svc_->now_ns();
+		t_.deadline_ = ns_ > UINT64_MAX - now ? UINT64_MAX : now + ns_;
+		t_.task_ = t;
+		svc_->arm(t_);
+		return false;
+	}
+	bool fired() const noexcept { return t_.fired_; }
+	void disarm() noexcept
+	{
+		if (svc_ && !t_.fired_)
+			svc_->disarm(t_);
+		svc_ = nullptr;
+	}
+
+private:
+	std::uint64_t ns_;
+	timer t_;
+	timer_service *svc_ = nullptr;
+};
+
+// sb::stoppable's trigger: a std::stop_callback that wakes the task, whose
+// next poll (on the loop's thread) does the cancelling.
+struct stop_trigger {
+	struct on_stop {
+		stop_trigger *self;
+		void operator()() const noexcept
+		{
+			// Release: pairs with fired()'s acquire (the wake orders it too).
+			self->stopped_.store(true, std::memory_order_release);
+			sb_loop_wake(&self->task_->lt); // unfinished: the callback is registered
+		}
+	};
+
+	explicit stop_trigger(std::stop_token t) noexcept : token_(std::move(t)) {}
+	stop_trigger(stop_trigger &&o) noexcept : token_(std::move(o.token_)) {}
+
+	bool arm(task_state *t) noexcept
+	{
+		if (token_.stop_requested())
+			return true;
+		task_ = t;
+		callback_.emplace(token_, on_stop{ this }); // runs it now if stopped meanwhile
+		return false;
+	}
+	// Acquire: pairs with on_stop's release.
+	bool fired() const noexcept { return stopped_.load(std::memory_order_acquire); }
+	// Returns once an on_stop running on another thread has returned.
+	void disarm() noexcept { callback_.reset(); }
+
+private:
+	std::stop_token token_;
+	std::atomic<bool> stopped_{ false };
+	task_state *task_ = nullptr;
+	std::optional<std::stop_callback<on_stop>> callback_;
+};
+
+} // namespace detail
+
+// co_await sb::timeout(a, d) / sb::stoppable(a, token): see the header
+// comment.  Trigger is what cuts the wait short.
+template <class T, class Trigger>
+class cut_short_awaiter : detail::pending_op {
+public:
+	cut_short_awaiter(task<T> t, Trigger trigger) noexcept
+		: pending_op{ &poll_one, &cancel_one }, task_(std::move(t)), trigger_(std::move(trigger))
+	{
+	}
+	cut_short_awaiter(cut_short_awaiter &&o) noexcept
+		: pending_op{ &poll_one, &cancel_one }, task_(std::move(o.task_)),
+		  trigger_(std::move(o.trigger_))
+	{
+	}
+	cut_short_awaiter(const cut_short_awaiter &) = delete;
+	cut_short_awaiter &operator=(const cut_short_awaiter &) = delete;
+	~cut_short_awaiter() { trigger_.disarm(); }
+
+	bool await_ready() noexcept { return false; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		detail::strand *s = detail::strand_of(h);
+		b_.bind(0, task_, s->task);
+		if (trigger_.arm(s->task)) {
+			drop(); // cut short before it started
+			return false;
+		}
+		return detail::park(s, this, h, poll_one(this, &s->task->waker));
+	}
+	// The result, or empty (false) when cut short; its exception, rethrown.
+	detail::maybe<T> await_resume()
+	{
+		if (!task_)
+			return detail::maybe<T>{};
+		auto h = detail::task_access::handle(task_);
+		h.promise().rethrow_if_failed();
+		if constexpr (std::is_void_v<T>)
+			return true;
+		else
+			return detail::maybe<T>(h.promise().take());
+	}
+
+private:
+	void drop() noexcept
+	{
+		task_.reset();
+		b_.forget(0);
+	}
+	static int poll_one(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<cut_short_awaiter *>(op);
+		if (!a->b_.advance(0, w) && !a->trigger_.fired())
+			return SB_PENDING;
+		// Done, or cut short (unless the cancel finds it done).
+		a->trigger_.disarm();
+		if (!a->b_.done(0) && !a->b_.cut(0))
+			a->drop();
+		return 0;
+	}
+	static bool cancel_one(pending_op *op) noexcept
+	{
+		auto *a = static_cast<cut_short_awaiter *>(op);
+		a->trigger_.disarm();
+		if (a->b_.cut(0))
+			return true;
+		a->drop();
+		return false;
+	}
+
+	task<T> task_;
+	Trigger trigger_;
+	detail::branches<1> b_;
+};
+
+// Awaits `a` (an awaiter or an sb::task, moved in) until the loop's
+// timer_service says `d` has passed: its result in a std::optional (a bool
+// for void), empty when the deadline came first.
+template <class A, class Rep, class Period>
+cut_short_awaiter<detail::awaited_t<A>, detail::deadline_trigger>
+timeout(A a, std::chrono::duration<Rep, Period> d)
+{
+	using std::chrono::nanoseconds;
+	std::uint64_t ns = 0;
+	if (d >= std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(nanoseconds::max()))
+		ns = UINT64_MAX;
+	else if (d > d.zero())
+		ns = static_cast<std::uint64_t>(std::chrono::duration_cast<nanoseconds>(d).count());
+	return { detail::as_task(std::move(a)), detail::deadline_trigger(ns) };
+}
+
+// Awaits `a` (an awaiter or an sb::task, moved in) until a stop is
+// requested on `token` (from any thread): its result in a std::optional (a
+// bool for void), empty when the stop came first.
+template <class A>
+cut_short_awaiter<detail::awaited_t<A>, detail::stop_trigger> stoppable(A a, std::stop_token token)
+{
+	return { detail::as_task(std::move(a)), detail::stop_trigger(std::move(token)) };
+}
+
+// ------------------------------------------------------------- drivers
+
+// An sb::loop driven by the calling thread: run() polls its tasks, sleeps
+// while they wait (on a condition variable the doorbell signals), and keeps
+// their sb::timeout deadlines on sb_now_ns()'s clock.
+class run_loop : private timer_service, public loop {
+public:
+	run_loop() noexcept : loop(&ring, this, this) {}
+
+	// Runs until every spawned task has finished and been released
+	// (idle()); returns at once when none was spawned.  One thread at a
+	// time, which is the loop's thread meanwhile.
+	void run()
+	{
+		for (;;) {
+			{
+				std::lock_guard<std::mutex> g(mu_);
+				rung_ = false; // cleared before run_ready, so no ring is lost
+			}
+			run_ready();
+			fire_due();
+			if (idle())
+				return;
+			sleep();
+		}
+	}
+
+private:
+	static void ring(void *ctx)
+	{
+		auto *self = static_cast<run_loop *>(ctx);
+		std::lock_guard<std::mutex> g(self->mu_);
+		self->rung_ = true;
+		self->cv_.notify_one();
+	}
+	void sleep()
+	{
+		std::unique_lock<std::mutex> g(mu_);
+		if (rung_)
+			return;
+		if (!head_) {
+			cv_.wait(g);
+			return;
+		}
+		std::uint64_t now = now_ns(), at = head_->deadline_ns();
+		if (at <= now)
+			return;
+		constexpr std::uint64_t day = 86400 * SB_NSEC_PER_SEC;
+		cv_.wait_for(g, std::chrono::nanoseconds(at - now < day ? at - now : day));
+	}
+	void fire_due() noexcept
+	{
+		std::uint64_t now = now_ns();
+		while (head_ && head_->deadline_ns() <= now) {
+			timer *t = head_;
+			disarm(*t);
+			t->fire();
+		}
+	}
+
+	std::uint64_t now_ns() noexcept override { return sb_now_ns(); }
+	// A list in deadline order (equal deadlines first armed, first fired).
+	void arm(timer &t) noexcept override
+	{
+		timer **at = &head_, *prev = nullptr;
+		while (*at && (*at)->deadline_ns() <= t.deadline_ns()) {
+			prev = *at;
+			at = &(*at)->next;
+		}
+		t.prev = prev;
+		t.next = *at;
+		if (*at)
+			(*at)->prev = &t;
+		*at = &t;
+	}
+	void disarm(timer &t) noexcept override
+	{
+		(t.prev ? t.prev->next : head_) = t.next;
+		if (t.next)
+			t.next->prev = t.prev;
+		t.prev = t.next = nullptr;
+	}
+
+	std::mutex mu_;
+	std::condition_variable cv_;
+	bool rung_ = false;
+	timer *head_ = nullptr;
+};
+
+namespace detail {
+template <class A, class R>
+task<> sync_wait_root(A &a, std::optional<unit_or<R>> &out, std::exception_ptr &error)
+{
+	try {
+		if constexpr (std::is_void_v<R>) {
+			co_await static_cast<A &&>(a);
+			out.emplace();
+		} else {
+			out.emplace(co_await static_cast<A &&>(a));
+		}
+	} catch (...) {
+		error = std::current_exception();
+	}
+}
+} // namespace detail
+
+// Blocks the calling thread until `a` (an sb::task or any awaitable here)
+// completes, running it on an sb::run_loop of its own: its result, or its
+// exception rethrown.  Not from a loop's thread while that loop has tasks:
+// they would not run meanwhile.
+template <class A>
+detail::awaited_t<A> sync_wait(A &&a)
+{
+	using R = detail::awaited_t<A>;
+	std::optional<detail::unit_or<R>> out;
+	std::exception_ptr error;
+	run_loop l;
+	l.spawn(detail::sync_wait_root<A, R>(a, out, error));
+	l.run();
+	if (error)
+		std::rethrow_exception(error);
+	if constexpr (!std::is_void_v<R>)
+		return std::move(*out);
+}
+
 } // namespace sb
 
+#endif // C++20
 #endif // SYNCBAND_SYNCBAND_HPP

@@ -3,7 +3,8 @@
 # 20, with g++ and clang++ (gcc and clang for C), with the strict warnings
 # (-Wall -Wextra -Wpedantic -Werror, and -Wold-style-cast for C++); then
 # static_inits.cpp, which uses every SB_*_INIT, in each C++ mode; and
-# syncband.hpp as C++20.  Usage: compile_headers.sh INCLUDE_DIR WORK_DIR
+# syncband.hpp as C++20, and below it, where it must stop with its own
+# #error alone.  Usage: compile_headers.sh INCLUDE_DIR WORK_DIR
 set -eu
 inc=$1
 work=$2
@@ -64,6 +65,18 @@ for cxx in g++ clang++; do
 	if [ -f "$inc/syncband/syncband.hpp" ]; then
 		compile $cxx -std=c++20 $strict -Wold-style-cast -fsyntax-only -I"$inc" \
 			-x c++ "$inc/syncband/syncband.hpp"
+		# Below C++20 it stops with its own message alone, not libstdc++'s.
+		for std in 11 14 17; do
+			count=$((count + 1))
+			if $cxx -std=c++$std -fsyntax-only -I"$inc" -x c++ \
+				"$inc/syncband/syncband.hpp" >"$work/out.txt" 2>&1 ||
+				! grep -q "syncband.hpp needs C++20" "$work/out.txt" ||
+				grep -v "syncband.hpp needs C++20" "$work/out.txt" | grep -q "error:"; then
+				echo "FAILED: syncband.hpp as C++$std with $cxx: not our #error alone" >&2
+				cat "$work/out.txt" >&2
+				fail=1
+			fi
+		done
 	fi
 done
 [ "$fail" -eq 0 ] || exit 1

@@ -16,6 +16,8 @@ static sb_latch lat = SB_LATCH_INIT(2);
 static int chan_slots[4];
 static sb_channel chan = SB_CHANNEL_INIT(chan_slots, sizeof(int), 4);
 static sb_channel rendezvous = SB_CHANNEL_INIT(nullptr, sizeof(int), 0);
+static int watched = 5;
+static sb_watch watch = SB_WATCH_INIT(&watched, sizeof watched);
 
 struct request {
 	int id;
@@ -44,6 +46,7 @@ int main()
 		 sb_rwlock_try_read(&rwl) == 0 && sb_rwlock_readers(&rwl) == 1 &&
 		 sb_latch_count(&lat) == 2 && sb_latch_try_wait(&local_lat) == 0 &&
 		 sb_channel_try_send(&chan, &r.id) == 0 && sb_channel_len(&chan) == 1 &&
-		 sb_channel_try_send(&rendezvous, &r.id) == -EAGAIN;
+		 sb_channel_try_send(&rendezvous, &r.id) == -EAGAIN &&
+		 sb_watch_send(&watch, &r.id) == 0 && sb_watch_version(&watch) == 1;
 	return ok ? 0 : 1;
 }

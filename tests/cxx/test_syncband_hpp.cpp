@@ -3,7 +3,14 @@
 // syncband/syncband.hpp: the C++20 awaitables, guards, tasks and loop.
 // Built with the project's C++ compiler (g++) and again with clang++
 // (run_clang.sh).
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <tuple>
+#include <variant>
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
@@ -111,7 +118,7 @@ void a_free_mutex_and_a_set_event_are_taken_in_await_ready(void **)
 	assert_false(sb::wait(ae).await_ready()); // the signal was taken
 }
 
-sb::task take_two(sb_semaphore &s, int &steps)
+sb::task<> take_two(sb_semaphore &s, int &steps)
 {
 	sb::permit p = co_await sb::acquire(s, 1);
 	steps++;
@@ -139,7 +146,7 @@ struct acquire_record {
 	std::thread::id resumed_on;
 };
 
-sb::task acquire_one(sb_semaphore &s, acquire_record &r)
+sb::task<> acquire_one(sb_semaphore &s, acquire_record &r)
 {
 	sb::permit p = co_await sb::acquire(s, 1);
 	r.resumed = static_cast<bool>(p);
@@ -173,7 +180,7 @@ struct cv_state {
 	int wait_result = 1;
 };
 
-sb::task wait_ready(cv_state &s)
+sb::task<> wait_ready(cv_state &s)
 {
 	sb::mutex_guard g = co_await sb::lock(s.m);
 	while (!s.ready) {
@@ -208,7 +215,7 @@ void a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex(void *
 	assert_true(l.idle());
 }
 
-sb::task wait_event(sb_event &e, sb_auto_event &ae, int &phase)
+sb::task<> wait_event(sb_event &e, sb_auto_event &ae, int &phase)
 {
 	co_await sb::wait(e);
 	phase = 1;
@@ -235,7 +242,7 @@ void event_waits_resume_after_sets_from_another_thread(void **)
 	assert_int_equal(sb_auto_event_try_wait(&ae), -EAGAIN); // the task took it
 }
 
-sb::task wait_latch(sb_latch &l, int &resumed)
+sb::task<> wait_latch(sb_latch &l, int &resumed)
 {
 	co_await sb::wait(l);
 	resumed++;
@@ -265,7 +272,7 @@ void a_latch_wait_resumes_once_counters_on_other_threads_reach_zero(void **)
 }
 
 // Runs the initialiser when told to: `succeed` says whether it works.
-sb::task run_once(sb_once &o, int &payload, bool succeed, int &ran, int &saw)
+sb::task<> run_once(sb_once &o, int &payload, bool succeed, int &ran, int &saw)
 {
 	sb::once_job job = co_await sb::call_once(o);
 	if (job) {
@@ -303,7 +310,7 @@ void a_once_runs_its_initialiser_in_one_coroutine_and_passes_the_job_on_when_it_
 	assert_int_equal(sb_once_destroy(&o), 0);
 }
 
-sb::task meet(sb_barrier &b, int &result, int &resumed)
+sb::task<> meet(sb_barrier &b, int &result, int &resumed)
 {
 	result = co_await sb::arrive_and_wait(b);
 	resumed++;
@@ -389,7 +396,7 @@ void destroying_a_condvar_waiter_that_waits_for_its_mutex_leaves_nothing_queued(
 	assert_int_equal(sb_mutex_destroy(&s.m), 0);
 }
 
-sb::task lock_and_hold(sb_mutex &m, sb_event &release, int &held)
+sb::task<> lock_and_hold(sb_mutex &m, sb_event &release, int &held)
 {
 	sb::mutex_guard g = co_await sb::lock(m);
 	held++;
@@ -413,7 +420,7 @@ void destroying_a_task_handed_a_fifo_mutex_passes_the_mutex_on(void **)
 	drain(l);
 }
 
-sb::task write_then_read(sb_rwlock &rw, int &steps)
+sb::task<> write_then_read(sb_rwlock &rw, int &steps)
 {
 	sb::rwlock_guard w = co_await sb::write_lock(rw);
 	steps++;
@@ -456,7 +463,7 @@ void an_acquire_of_a_closed_semaphore_gives_an_empty_permit(void **)
 	sb::loop l(count_ring, nullptr);
 	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
 	sb::permit got;
-	auto t = [](sb_semaphore &s, sb::permit &out) -> sb::task {
+	auto t = [](sb_semaphore &s, sb::permit &out) -> sb::task<> {
 		out = co_await sb::acquire(s, 1);
 	};
 	l.spawn(t(sem, got));
@@ -513,7 +520,7 @@ struct section {
 	int entries = 0;
 };
 
-sb::task enter_often(section &s, int rounds)
+sb::task<> enter_often(section &s, int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
 		sb::mutex_guard g = co_await sb::lock(s.m);
@@ -545,7 +552,7 @@ struct pool {
 	std::atomic<int> done{ 0 };
 };
 
-sb::task use_slot(pool &p, sb_auto_event &work_done)
+sb::task<> use_slot(pool &p, sb_auto_event &work_done)
 {
 	for (int i = 0; i < 100; i++) {
 		sb::permit slot = co_await sb::acquire(p.slots, 1);
@@ -594,7 +601,7 @@ struct deadline_state {
 	int result = 1;
 };
 
-sb::task acquire_with_deadline(deadline_state &s)
+sb::task<> acquire_with_deadline(deadline_state &s)
 {
 	sb_semaphore_acquire_init(&s.acq, &s.sem, 1);
 	sb_deadline_init(&s.deadline, &s.acq, &sb_semaphore_acquire_ops);
@@ -619,7 +626,7 @@ void a_deadline_expired_by_the_loop_completes_the_await_with_etimedout(void **)
 	drain(l);
 }
 
-sb::task keep_waker(sb::waker &out)
+sb::task<> keep_waker(sb::waker &out)
 {
 	out = co_await sb::current_waker();
 }
@@ -642,7 +649,7 @@ void a_wake_after_the_task_finished_is_harmless(void **)
 
 // ------------------------------------------------------------ channel
 
-sb::task produce(sb::channel<int> &ch, int n, int &refused)
+sb::task<> produce(sb::channel<int> &ch, int n, int &refused)
 {
 	for (int i = 0; i < n; i++)
 		co_await ch.send(i);
@@ -650,7 +657,7 @@ sb::task produce(sb::channel<int> &ch, int n, int &refused)
 	refused = co_await ch.send(n); // closed: -EPIPE, not sent
 }
 
-sb::task consume(sb::channel<int> &ch, std::vector<int> &got, bool &ended)
+sb::task<> consume(sb::channel<int> &ch, std::vector<int> &got, bool &ended)
 {
 	for (;;) {
 		std::optional<int> v = co_await ch.recv();
@@ -696,7 +703,7 @@ void a_rendezvous_channel_hands_each_item_from_task_to_task(void **)
 	pass_items_through(nullptr, 0);
 }
 
-sb::task receive_one(sb::channel<int> &ch, bool &resumed)
+sb::task<> receive_one(sb::channel<int> &ch, bool &resumed)
 {
 	std::optional<int> v = co_await ch.recv();
 	(void)v;
@@ -727,6 +734,532 @@ void channel_init_errors_are_reported(void **)
 	assert_int_equal(bad.error(), -EINVAL);
 }
 
+// ------------------------------------------------------------ task<T>
+
+namespace {
+
+sb::task<int> add_after_permit(sb_semaphore &s, int a, int b, int &started)
+{
+	started++;
+	sb::permit p = co_await sb::acquire(s, 1);
+	co_return a + b;
+}
+
+sb::task<> sum_twice(sb_semaphore &s, int &started, int &sum, int &created_before_await)
+{
+	sb::task<int> first = add_after_permit(s, 1, 2, started);
+	created_before_await = started; // lazy: not started by the call
+	sum = co_await std::move(first);
+	sum += co_await add_after_permit(s, 3, 4, started);
+}
+
+void an_awaited_task_starts_lazily_and_resumes_its_awaiter_with_its_value(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	int started = 0, sum = 0, before = -1;
+	l.spawn(sum_twice(sem, started, sum, before));
+	l.run_ready();
+	assert_int_equal(before, 0);
+	assert_int_equal(started, 1); // suspended inside the first nested task
+	sb_semaphore_release(&sem, 1);
+	l.run_ready(); // the nested task resumes, finishes, and hands over
+	assert_int_equal(started, 2);
+	sb_semaphore_release(&sem, 1);
+	drain(l);
+	assert_int_equal(sum, 10);
+	assert_int_equal(sb_semaphore_available(&sem), 2); // each nested permit went back
+}
+
+sb::task<int> fail_after_yield()
+{
+	co_await sb::yield();
+	throw std::runtime_error("nested");
+}
+
+sb::task<> catch_nested(bool &caught)
+{
+	try {
+		co_await fail_after_yield();
+	} catch (const std::runtime_error &) {
+		caught = true;
+	}
+}
+
+void an_exception_in_an_awaited_task_is_rethrown_in_its_awaiter(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	bool caught = false;
+	l.spawn(catch_nested(caught));
+	drain(l);
+	assert_true(caught);
+}
+
+sb::task<int> one_at_once()
+{
+	co_return 1;
+}
+
+sb::task<> many_nested(int rounds, long &total)
+{
+	for (int i = 0; i < rounds; i++)
+		total += co_await one_at_once();
+}
+
+void a_million_tasks_that_finish_at_once_resume_their_awaiter_without_growing_the_stack(void **)
+{
+	// Without symmetric transfer every round would nest one more resume
+	// on the stack: a million of them overflow it.
+	sb::loop l(count_ring, nullptr);
+	long total = 0;
+	l.spawn(many_nested(1000000, total));
+	drain(l);
+	assert_int_equal(total, 1000000);
+}
+
+sb::task<> hold_inner_permit(sb_semaphore &s, acquire_record &r)
+{
+	co_await acquire_one(s, r);
+}
+
+void destroying_a_task_suspended_in_a_nested_task_returns_the_nested_grant(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	acquire_record r;
+	l.spawn(hold_inner_permit(sem, r));
+	l.run_ready();
+	sb_semaphore_release(&sem, 1); // granted to the nested task's future
+	l.shutdown();
+	assert_int_equal(sb_semaphore_available(&sem), 1);
+	assert_false(r.resumed);
+	drain(l);
+	assert_int_equal(sb_semaphore_destroy(&sem), 0);
+}
+
+// ------------------------------------------------------------ when_all / when_any
+
+sb::task<int> value_after_event(sb_event &e, int v)
+{
+	co_await sb::wait(e);
+	co_return v;
+}
+
+sb::task<> gather(sb_event &e, sb_mutex &m, sb_semaphore &s,
+		  std::optional<std::tuple<int, sb::mutex_guard, std::monostate>> &out)
+{
+	out.emplace(co_await sb::when_all(value_after_event(e, 7), sb::lock(m), sb::wait(e)));
+	(void)s;
+}
+
+void when_all_runs_its_awaitables_concurrently_and_resumes_once_all_are_done(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_event e = SB_EVENT_INIT(0);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	std::optional<std::tuple<int, sb::mutex_guard, std::monostate>> out;
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	l.spawn(gather(e, m, s, out));
+	l.run_ready();
+	assert_false(out.has_value()); // both the event and the mutex are awaited at once
+	sb_event_set(&e);
+	l.run_ready();
+	assert_false(out.has_value()); // the mutex is still ours
+	assert_int_equal(sb_mutex_unlock(&m), 0);
+	l.run_ready();
+	assert_true(out.has_value());
+	assert_int_equal(std::get<0>(*out), 7);
+	assert_true(std::get<1>(*out).owns_lock());
+	out.reset();
+	assert_false(sb_mutex_is_locked(&m));
+	drain(l);
+}
+
+sb::task<int> throw_at_once()
+{
+	throw std::runtime_error("branch");
+	co_return 0;
+}
+
+sb::task<> gather_failing(sb_event &e, bool &caught, bool &other_finished)
+{
+	try {
+		auto other = [](sb_event &ev, bool &done) -> sb::task<> {
+			co_await sb::wait(ev);
+			done = true;
+		};
+		co_await sb::when_all(throw_at_once(), other(e, other_finished));
+	} catch (const std::runtime_error &) {
+		caught = true;
+	}
+}
+
+void when_all_rethrows_a_branch_exception_once_every_branch_is_done(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_event e = SB_EVENT_INIT(0);
+	bool caught = false, other = false;
+	l.spawn(gather_failing(e, caught, other));
+	l.run_ready();
+	assert_false(caught); // the other branch still waits
+	sb_event_set(&e);
+	drain(l);
+	assert_true(other);
+	assert_true(caught);
+}
+
+sb::task<> race(sb_semaphore &a, sb_semaphore &b, std::optional<std::variant<sb::permit, sb::permit>> &out)
+{
+	out.emplace(co_await sb::when_any(sb::acquire(a), sb::acquire(b)));
+}
+
+void when_any_resumes_with_the_first_to_complete_and_hands_the_losers_grants_on(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_semaphore a = SB_SEMAPHORE_INIT(0), b = SB_SEMAPHORE_INIT(0);
+	std::optional<std::variant<sb::permit, sb::permit>> out;
+	l.spawn(race(a, b, out));
+	l.run_ready(); // both pending; the next poll looks at the second first
+	sb_semaphore_release(&a, 1);
+	sb_semaphore_release(&b, 1); // both granted before the task runs
+	l.run_ready();
+	assert_true(out.has_value());
+	assert_int_equal(out->index(), 1); // rotated: the second branch is polled first
+	assert_true(static_cast<bool>(std::get<1>(*out)));
+	assert_int_equal(sb_semaphore_available(&a), 1); // the loser's grant went back
+	assert_int_equal(sb_semaphore_available(&b), 0); // the winner holds it
+	out.reset();
+	assert_int_equal(sb_semaphore_available(&b), 1);
+	drain(l);
+	assert_int_equal(sb_semaphore_destroy(&a), 0);
+	assert_int_equal(sb_semaphore_destroy(&b), 0);
+}
+
+sb::task<> lock_then_wait(sb_mutex &m, sb_event &e, bool &finished)
+{
+	sb::mutex_guard g = co_await sb::lock(m);
+	co_await sb::wait(e);
+	finished = true;
+}
+
+sb::task<> race_task_against_event(sb_mutex &m, sb_event &hold, sb_event &go, bool &finished,
+				   bool &mutex_free_at_resume, std::size_t &winner)
+{
+	// Looked at within the co_await's full expression, while the when_any
+	// awaiter (and the tasks it owns) still lives.
+	mutex_free_at_resume = (winner = (co_await sb::when_any(lock_then_wait(m, hold, finished),
+								  sb::wait(go)))
+						  .index(),
+				!sb_mutex_is_locked(&m));
+}
+
+void a_losing_task_is_destroyed_and_releases_its_guards_before_the_winner_resumes(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_event hold = SB_EVENT_INIT(0), go = SB_EVENT_INIT(0);
+	bool finished = false, mutex_free = false;
+	std::size_t winner = 9;
+	l.spawn(race_task_against_event(m, hold, go, finished, mutex_free, winner));
+	l.run_ready();
+	assert_true(sb_mutex_is_locked(&m)); // the first branch holds it, waiting
+	sb_event_set(&go);
+	drain(l);
+	assert_int_equal(winner, 1);
+	assert_false(finished);
+	assert_true(mutex_free);
+	assert_int_equal(sb_event_destroy(&hold), 0); // its wait left the queue
+}
+
+// ------------------------------------------------------------ timeout
+
+// The loop's timers, on a clock the test moves.
+struct manual_timers final : sb::timer_service {
+	std::uint64_t now = 0;
+	std::vector<sb::timer *> armed;
+
+	std::uint64_t now_ns() noexcept override { return now; }
+	void arm(sb::timer &t) noexcept override { armed.push_back(&t); }
+	void disarm(sb::timer &t) noexcept override
+	{
+		armed.erase(std::find(armed.begin(), armed.end(), &t));
+	}
+	void advance(std::chrono::nanoseconds d)
+	{
+		now += static_cast<std::uint64_t>(d.count());
+		for (std::size_t i = 0; i < armed.size();) {
+			sb::timer *t = armed[i];
+			if (t->deadline_ns() > now) {
+				i++;
+				continue;
+			}
+			armed.erase(armed.begin() + static_cast<std::ptrdiff_t>(i));
+			t->fire();
+		}
+	}
+};
+
+struct timed_acquire {
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	std::optional<sb::permit> got;
+	bool done = false;
+};
+
+sb::task<> acquire_within(timed_acquire &s, std::chrono::milliseconds d)
+{
+	s.got = co_await sb::timeout(sb::acquire(s.sem), d);
+	s.done = true;
+}
+
+void a_timeout_that_passes_first_cancels_the_wait_and_gives_nothing(void **)
+{
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	timed_acquire s;
+	using namespace std::chrono_literals;
+	l.spawn(acquire_within(s, 50ms));
+	l.run_ready();
+	assert_int_equal(timers.armed.size(), 1);
+	timers.advance(49ms);
+	l.run_ready();
+	assert_false(s.done);
+	timers.advance(1ms);
+	l.run_ready();
+	assert_true(s.done);
+	assert_false(s.got.has_value());
+	assert_int_equal(sb_semaphore_destroy(&s.sem), 0); // nobody queued
+	drain(l);
+}
+
+void an_await_that_completes_before_its_timeout_gives_its_result_and_disarms_the_timer(void **)
+{
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	timed_acquire s;
+	using namespace std::chrono_literals;
+	l.spawn(acquire_within(s, 50ms));
+	l.run_ready();
+	sb_semaphore_release(&s.sem, 1);
+	l.run_ready();
+	assert_true(s.done);
+	assert_true(s.got.has_value() && static_cast<bool>(*s.got));
+	assert_true(timers.armed.empty());
+	drain(l);
+}
+
+void a_grant_that_arrives_with_the_timeout_wins(void **)
+{
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	timed_acquire s;
+	using namespace std::chrono_literals;
+	l.spawn(acquire_within(s, 50ms));
+	l.run_ready();
+	sb_semaphore_release(&s.sem, 1);
+	timers.advance(50ms); // both before the next poll
+	l.run_ready();
+	assert_true(s.got.has_value() && static_cast<bool>(*s.got));
+	s.got.reset();
+	assert_int_equal(sb_semaphore_available(&s.sem), 1);
+	drain(l);
+}
+
+void a_timeout_on_a_loop_without_timers_gives_up_at_once(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	timed_acquire s;
+	using namespace std::chrono_literals;
+	sb_semaphore_release(&s.sem, 1); // even a free permit is not taken
+	l.spawn(acquire_within(s, 50ms));
+	l.run_ready();
+	assert_true(s.done);
+	assert_false(s.got.has_value());
+	assert_int_equal(sb_semaphore_available(&s.sem), 1);
+	drain(l);
+}
+
+sb::task<> lock_with_deadline_over_task(sb_mutex &m, sb_event &hold, bool &finished,
+					bool &timed_out, bool &mutex_free)
+{
+	using namespace std::chrono_literals;
+	// Looked at within the co_await's full expression, while the timeout's
+	// awaiter (and the task it owns) still lives.
+	mutex_free = (timed_out = !co_await sb::timeout(lock_then_wait(m, hold, finished), 10ms),
+		      !sb_mutex_is_locked(&m));
+}
+
+void a_timeout_over_a_task_destroys_it_and_its_guards_when_it_passes(void **)
+{
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_event hold = SB_EVENT_INIT(0);
+	bool finished = false, timed_out = false, mutex_free = false;
+	l.spawn(lock_with_deadline_over_task(m, hold, finished, timed_out, mutex_free));
+	l.run_ready();
+	assert_true(sb_mutex_is_locked(&m));
+	using namespace std::chrono_literals;
+	timers.advance(10ms);
+	drain(l);
+	assert_true(timed_out);
+	assert_false(finished);
+	assert_true(mutex_free);
+	assert_int_equal(sb_event_destroy(&hold), 0);
+}
+
+sb::task<> receive_within(sb::channel<int> &ch, std::optional<std::optional<int>> &out)
+{
+	using namespace std::chrono_literals;
+	out = co_await sb::timeout(ch.recv(), 5ms);
+}
+
+void an_item_handed_to_a_receive_as_its_timeout_passes_is_received_not_lost(void **)
+{
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	sb::channel<int> ch(nullptr, 0); // rendezvous: the item goes to the waiter
+	std::optional<std::optional<int>> out;
+	l.spawn(receive_within(ch, out));
+	l.run_ready();
+	assert_int_equal(ch.try_send(5), 0);
+	using namespace std::chrono_literals;
+	timers.advance(5ms);
+	drain(l);
+	assert_true(out.has_value() && out->has_value());
+	assert_int_equal(**out, 5);
+}
+
+// ------------------------------------------------------------ stop_token
+
+struct stopped_acquire {
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	std::optional<sb::permit> got;
+	bool done = false;
+	bool body_ran = false;
+	std::thread::id resumed_on;
+};
+
+sb::task<sb::permit> acquire_noting(stopped_acquire &s)
+{
+	s.body_ran = true;
+	co_return co_await sb::acquire(s.sem);
+}
+
+sb::task<> acquire_until_stopped(stopped_acquire &s, std::stop_token tok)
+{
+	s.got = co_await sb::stoppable(acquire_noting(s), std::move(tok));
+	s.done = true;
+	s.resumed_on = std::this_thread::get_id();
+}
+
+void a_stop_requested_on_another_thread_cancels_the_pending_await_on_the_loop(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	stopped_acquire s;
+	std::stop_source src;
+	l.spawn(acquire_until_stopped(s, src.get_token()));
+	l.run_ready();
+	assert_false(s.done);
+	std::thread stopper([&src] { src.request_stop(); });
+	stopper.join();
+	assert_false(s.done); // the stop only woke the task
+	run_until(l, d, [&] { return l.idle(); });
+	assert_true(s.done);
+	assert_false(s.got.has_value());
+	assert_true(s.resumed_on == std::this_thread::get_id());
+	assert_int_equal(sb_semaphore_destroy(&s.sem), 0); // cancelled: not queued
+}
+
+void an_await_whose_token_is_stopped_already_never_starts(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	stopped_acquire s;
+	sb_semaphore_release(&s.sem, 1);
+	std::stop_source src;
+	src.request_stop();
+	l.spawn(acquire_until_stopped(s, src.get_token()));
+	drain(l);
+	assert_true(s.done);
+	assert_false(s.body_ran);
+	assert_false(s.got.has_value());
+	assert_int_equal(sb_semaphore_available(&s.sem), 1);
+}
+
+// ------------------------------------------------------------ sync_wait / run_loop
+
+void sync_wait_blocks_a_plain_thread_until_a_task_completes_and_gives_its_value(void **)
+{
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	int started = 0;
+	std::thread releaser([&sem] { sb_semaphore_release(&sem, 1); });
+	int v = sb::sync_wait(add_after_permit(sem, 20, 22, started));
+	releaser.join();
+	assert_int_equal(v, 42);
+	assert_int_equal(sb_semaphore_available(&sem), 1);
+	sb::permit p = sb::sync_wait(sb::acquire(sem)); // any awaitable
+	assert_int_equal(p.count(), 1);
+}
+
+void sync_wait_rethrows_the_exception_of_what_it_waits_on(void **)
+{
+	bool caught = false;
+	try {
+		sb::sync_wait(fail_after_yield());
+	} catch (const std::runtime_error &) {
+		caught = true;
+	}
+	assert_true(caught);
+}
+
+void a_run_loop_keeps_timeout_deadlines_and_runs_until_its_tasks_are_done(void **)
+{
+	using namespace std::chrono_literals;
+	sb::run_loop l;
+	timed_acquire expired, granted;
+	l.spawn(acquire_within(expired, 0ms)); // its deadline has passed
+	l.spawn(acquire_within(granted, std::chrono::milliseconds(3600 * 1000)));
+	std::thread releaser([&granted] { sb_semaphore_release(&granted.sem, 1); });
+	l.run();
+	releaser.join();
+	assert_true(expired.done && !expired.got.has_value());
+	assert_true(granted.done && granted.got.has_value());
+	assert_true(l.idle());
+}
+
+// ------------------------------------------------------------ release
+
+void release_gives_up_ownership_without_giving_back_on_every_guard(void **)
+{
+	sb_semaphore sem = SB_SEMAPHORE_INIT(3);
+	assert_int_equal(sb_semaphore_try_acquire(&sem, 2), 0);
+	{
+		sb::permit p(sem, 2);
+		assert_ptr_equal(p.semaphore(), &sem);
+		assert_int_equal(p.release(), 2);
+		assert_false(static_cast<bool>(p));
+	}
+	assert_int_equal(sb_semaphore_available(&sem), 1); // still taken
+	sb_semaphore_release(&sem, 2);
+	{
+		assert_int_equal(sb_semaphore_try_acquire(&sem, 1), 0);
+		sb::permit p(sem, 1);
+		p.reset(); // gives them back now
+		assert_int_equal(sb_semaphore_available(&sem), 3);
+	}
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	{
+		sb::rwlock_guard g(rw, sb::rwlock_guard::exclusive);
+		assert_ptr_equal(g.release(), &rw);
+	}
+	assert_true(sb_rwlock_is_write_locked(&rw)); // released, not unlocked
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+}
+
+} // namespace
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +1287,26 @@ int main()
 		cmocka_unit_test(a_rendezvous_channel_hands_each_item_from_task_to_task),
 		cmocka_unit_test(a_destroyed_receiver_leaves_the_queue_and_the_next_item_waits_in_the_ring),
 		cmocka_unit_test(channel_init_errors_are_reported),
+		cmocka_unit_test(an_awaited_task_starts_lazily_and_resumes_its_awaiter_with_its_value),
+		cmocka_unit_test(an_exception_in_an_awaited_task_is_rethrown_in_its_awaiter),
+		cmocka_unit_test(a_million_tasks_that_finish_at_once_resume_their_awaiter_without_growing_the_stack),
+		cmocka_unit_test(destroying_a_task_suspended_in_a_nested_task_returns_the_nested_grant),
+		cmocka_unit_test(when_all_runs_its_awaitables_concurrently_and_resumes_once_all_are_done),
+		cmocka_unit_test(when_all_rethrows_a_branch_exception_once_every_branch_is_done),
+		cmocka_unit_test(when_any_resumes_with_the_first_to_complete_and_hands_the_losers_grants_on),
+		cmocka_unit_test(a_losing_task_is_destroyed_and_releases_its_guards_before_the_winner_resumes),
+		cmocka_unit_test(a_timeout_that_passes_first_cancels_the_wait_and_gives_nothing),
+		cmocka_unit_test(an_await_that_completes_before_its_timeout_gives_its_result_and_disarms_the_timer),
+		cmocka_unit_test(a_grant_that_arrives_with_the_timeout_wins),
+		cmocka_unit_test(a_timeout_on_a_loop_without_timers_gives_up_at_once),
+		cmocka_unit_test(a_timeout_over_a_task_destroys_it_and_its_guards_when_it_passes),
+		cmocka_unit_test(an_item_handed_to_a_receive_as_its_timeout_passes_is_received_not_lost),
+		cmocka_unit_test(a_stop_requested_on_another_thread_cancels_the_pending_await_on_the_loop),
+		cmocka_unit_test(an_await_whose_token_is_stopped_already_never_starts),
+		cmocka_unit_test(sync_wait_blocks_a_plain_thread_until_a_task_completes_and_gives_its_value),
+		cmocka_unit_test(sync_wait_rethrows_the_exception_of_what_it_waits_on),
+		cmocka_unit_test(a_run_loop_keeps_timeout_deadlines_and_runs_until_its_tasks_are_done),
+		cmocka_unit_test(release_gives_up_ownership_without_giving_back_on_every_guard),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

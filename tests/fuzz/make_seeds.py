@@ -462,6 +462,87 @@ def channel_seeds():
     }
 
 
+def broadcast_seeds():
+    # header: [b0, c]: b0 & 1 SB_BROADCAST_INIT, b0 & 2 back-pressure,
+    # (b0 >> 2) & 3 the item size: 8, 16, 12, 40 bytes; capacity 1 + c % 4.
+    # INIT arguments: slot | SEND | receiver << 4, then 255 for a NULL item.
+    # TRY_RECV, SUBSCRIBE, UNSUBSCRIBE: a receiver 0..7.  CROWD_SUBSCRIPTION:
+    # odd subscribes the crowd's receivers, even unsubscribes them.  CROWD's
+    # value: v & 1 sends, else receives of each slot's own receiver.
+    # BLOCKING: odd a send, even a receive of receiver (a >> 1) % 8.  BAD: 0..6
+    # argument errors, 0x80 | i init()'s cases.
+    SEND = 8
+    BP = 2
+
+    def rx(i):
+        return i << 4
+    return {
+        # Lagging: the sender never waits; a receiver that fell behind gets
+        # -EOVERFLOW with the count, then resumes at the oldest item held.
+        "lagging-receiver": ([0, 1], [
+            ("SUBSCRIBE", 0), ("SUBSCRIBE", 1), ("TRY_SEND",), ("TRY_RECV", 1), ("TRY_SEND",),
+            ("TRY_SEND",), ("TRY_SEND",), ("TRY_RECV", 0), ("TRY_RECV", 0), ("TRY_RECV", 0),
+            ("INIT", 0 | rx(1), 0), ("POLL", 0, OWN_A), ("TRY_SEND",), ("TRY_SEND",),
+            ("TRY_SEND",), ("POLL", 0, OWN_A), ("TRY_RECV", 1), ("TRY_RECV", 1)]),
+        # Back-pressure: a send waits for the slowest subscriber; its read,
+        # or its unsubscribe, lets the waiting senders in, oldest first.
+        "backpressure": ([BP, 0], [
+            ("SUBSCRIBE", 0), ("SUBSCRIBE", 1), ("TRY_SEND",), ("TRY_RECV", 1),
+            ("INIT", 0 | SEND, 0), ("POLL", 0, OWN_A), ("INIT", 1 | SEND, 0),
+            ("POLL", 1, SHARED1_A), ("INIT", 2 | rx(1), 0), ("POLL", 2, OWN_A), ("TRY_SEND",),
+            ("TRY_RECV", 0), ("POLL", 0, OWN_A), ("POLL", 2, OWN_A), ("TRY_RECV", 1),
+            ("UNSUBSCRIBE", 0), ("POLL", 1, OWN_A), ("TRY_RECV", 1), ("CANCEL", 1)]),
+        # close(): waiting senders fail, waiting receives drain then -EPIPE.
+        "close-with-waiters": ([BP | 4, 1], [
+            ("SUBSCRIBE", 2), ("SUBSCRIBE", 3), ("TRY_SEND",), ("TRY_SEND",), ("TRY_RECV", 3),
+            ("TRY_RECV", 3), ("INIT", 0 | SEND, 0), ("POLL", 0, OWN_A),
+            ("INIT", 1 | rx(3), 0), ("POLL", 1, OWN_B), ("DESTROY", 0), ("UNSUBSCRIBE", 3),
+            ("CLOSE",), ("POLL", 0, OWN_A), ("POLL", 1, OWN_A), ("TRY_RECV", 2),
+            ("TRY_RECV", 2), ("TRY_RECV", 2), ("SUBSCRIBE", 4), ("CLOSE",)]),
+        # More waiting receives than a wake batch, all released by one send.
+        "crowd": ([1, 3], [
+            ("CROWD_SUBSCRIPTION", 1), ("CROWD", 33, 0, OWN_A), ("TRY_SEND",),
+            ("POLL_ALL", OWN_A), ("CROWD", 33, 0, SHARED1_A), ("CANCEL_CROWD", 1),
+            ("CROWD", 33, 0, SHARED2_A), ("TRY_SEND",), ("CANCEL_CROWD", 0),
+            ("CROWD", 33, 0, OWN_B), ("CLOSE",), ("POLL_ALL", OWN_A),
+            ("CROWD_SUBSCRIPTION", 0)]),
+        # Bad arguments and init()'s refusals change nothing.
+        "bad-arguments": ([BP, 2], [
+            ("SUBSCRIBE", 0), ("SUBSCRIBE", 0), ("UNSUBSCRIBE", 1), ("INIT", 0 | SEND, 255),
+            ("POLL", 0, OWN_A), ("INIT", 1, 255), ("POLL", 1, OWN_A), ("INIT", 2 | rx(5), 0),
+            ("POLL", 2, OWN_A), ("BAD", 0), ("BAD", 1), ("BAD", 2), ("BAD", 3), ("BAD", 4),
+            ("BAD", 5), ("BAD", 6), ("BAD", 0x80), ("BAD", 0x81), ("BAD", 0x82), ("BAD", 0x83),
+            ("BAD", 0x84), ("BAD", 0x85), ("BAD", 0x86), ("BAD", 0x87), ("BAD", 0x88),
+            ("BAD", 0x89), ("BLOCKING", 0), ("BLOCKING", 1), ("TRY_SEND",), ("BLOCKING", 1),
+            ("UNSUBSCRIBE", 0), ("DESTROY", 0x13)]),
+def watch_seeds():
+    # Slot s watches receiver s % 3; receivers 0 and 1 start subscribed.
+    return {
+        # A waiting future is woken by a send; the receiver reads the value
+        # (marking it seen) and waits again; close ends that wait.
+        "send-read-close": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("SEND", 5), ("POLL", 0, OWN_A),
+            ("READ", 0), ("INIT", 0), ("POLL", 0, OWN_B), ("TRY", 0), ("CLOSE",),
+            ("POLL", 0, OWN_A), ("TRY", 0x80), ("SEND", 6), ("READ", 1)]),
+        # send_if that keeps quiet, then one that tells; a new waker meanwhile.
+        "send-if": ([1], [
+            ("INIT", 1), ("POLL", 1, OWN_A), ("SEND_IF", 4), ("POLL", 1, SHARED1_B),
+            ("SEND_IF", 5), ("POLL", 1, OWN_A), ("READ", 1), ("TRY", 1)]),
+        # unsubscribe while a future waits, and after; a receiver never
+        # subscribed; destroy while subscribed.
+        "unsubscribe-busy": ([0], [
+            ("INIT", 0), ("POLL", 0, OWN_A), ("SUBSCRIBE", 0), ("SEND", 1),
+            ("SUBSCRIBE", 0), ("POLL", 0, OWN_A), ("SUBSCRIBE", 0), ("READ", 0),
+            ("SUBSCRIBE", 0x82), ("INIT", 2), ("POLL", 2, OWN_A), ("DESTROY", 0),
+            ("SUBSCRIBE", 1), ("DESTROY", 3)]),
+        # more waiters than a wake batch, released by one send, then by close.
+        "crowd": ([0], [
+            ("CROWD", 33, SHARED1_A), ("SEND", 2), ("POLL_ALL", OWN_B), ("READ", 0),
+            ("READ", 1), ("CROWD", 20, OWN_A), ("CANCEL_CROWD", 2), ("CROWD", 30, OWN_B),
+            ("CLOSE",), ("POLL_ALL", OWN_A)]),
+    }
+
+
 def main():
     seeds = {
         "semaphore": semaphore_seeds(),
@@ -474,6 +555,8 @@ def main():
         "rwlock": rwlock_seeds(),
         "latch": latch_seeds(),
         "channel": channel_seeds(),
+        "broadcast": broadcast_seeds(),
+        "watch": watch_seeds(),
     }
     for target, table in seeds.items():
         d = os.path.join(HERE, "corpus", target)

@@ -8,7 +8,7 @@
 # and runs each TARGET (default: all of them) for SECONDS (default 30) on a
 # fresh copy of its seed corpus (the committed corpus is never grown).
 # TARGET is one of: semaphore mutex condvar event auto_event barrier once
-# rwlock latch channel (a "fuzz_" prefix is accepted).  Prints, per target,
+# rwlock latch channel broadcast watch (a "fuzz_" prefix is accepted).  Prints, per target,
 # libFuzzer's number of executed inputs; exits non-zero if any target crashed
 # or found a model mismatch (the failing input is saved under
 # build/fuzz/artifacts/TARGET/).
@@ -22,7 +22,7 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 src="$root/tests/fuzz"
 build="$root/build/fuzz"
-all="semaphore mutex condvar event auto_event barrier once rwlock latch channel"
+all="semaphore mutex condvar event auto_event barrier once rwlock latch channel broadcast watch"
 
 seconds=30
 if [ $# -gt 0 ]; then

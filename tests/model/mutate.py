@@ -26,7 +26,7 @@ CALL = re.compile(r"\batomic_(load|store|exchange|compare_exchange_strong|compar
                   r"fetch_add|fetch_sub|fetch_or|fetch_and)_explicit\s*\(|\batomic_thread_fence\s*\(")
 ORDER = re.compile(r"\bmemory_order_(relaxed|consume|acquire|release|acq_rel|seq_cst)\b")
 WEAK_TESTS = "*under_the_weak_model*"
-PROGRAMS = ("test_model", "test_model_loop", "test_model_barrier", "test_model_once", "test_model_rwlock", "test_model_latch", "test_model_channel")
+PROGRAMS = ("test_model", "test_model_loop", "test_model_barrier", "test_model_once", "test_model_rwlock", "test_model_latch", "test_model_channel", "test_model_broadcast")
 FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
 # A function definition's first line: at column 0, a name and its "(".
 DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*\(\)]*?\b(\w+)\s*\(")

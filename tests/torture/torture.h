@@ -3,9 +3,10 @@
  * The torture suite (issue 38, in the manner of Linux's locktorture): what
  * the driver (torture.c) and the primitives' files (torture_*.c) share.
  *
- * Every primitive is run by more contenders than cores: TORTURE_THREADS plain
- * threads, which use the blocking waits with random timeouts (0, short,
- * longer, infinite) and futures they drive themselves (some under an
+ * Every primitive is run by more contenders than cores: twice as many plain
+ * threads as cores (TORTURE_THREADS at least, TORTURE_MAX_THREADS at most),
+ * which use the blocking waits with random timeouts (0, short, longer,
+ * infinite) and futures they drive themselves (some under an
  * sb_deadline they expire by hand), and TORTURE_TASKS floating tasks of an
  * executor group, whose futures are sometimes under an sb_timeout.  A random
  * share of the futures is cancelled at a random moment: before the first
@@ -35,9 +36,10 @@
 
 enum {
 	TORTURE_THREADS = 8,
+	TORTURE_MAX_THREADS = 64,
 	TORTURE_TASKS = 6,
 	TORTURE_GROUP_THREADS = 2,
-	TORTURE_MAX = TORTURE_THREADS + TORTURE_TASKS,
+	TORTURE_MAX = TORTURE_MAX_THREADS + TORTURE_TASKS,
 	TORTURE_MAX_BATCH = 4,
 };
 
@@ -69,7 +71,7 @@ typedef union torture_future {
 typedef struct torture_contender {
 	int id;
 	bool is_task;
-	unsigned seed;
+	uint64_t seed;
 	/* statistics (read by the controller while it runs) */
 	atomic_long ops, cancels, timeouts;
 	atomic_ullong last_done_ns, max_gap_ns;
@@ -139,7 +141,15 @@ typedef struct torture_prim {
 	void (*teardown)(void);
 	/* Extra words for the statistics line (may be NULL). */
 	void (*describe)(char *buf, size_t size);
+	/* The starvation ratio (see torture.c) a run of TORTURE_FAIR_SECONDS
+	 * or more must reach, in thousandths; 0 where it is printed only. */
+	int fair_permille;
 } torture_prim;
+
+/* The shortest run whose starvation ratio is held to the primitive's target:
+ * shorter runs (the ctest one) print it, as on a loaded machine a few
+ * seconds are too few for the shares to even out. */
+enum { TORTURE_FAIR_SECONDS = 30 };
 
 extern const torture_prim torture_semaphore, torture_mutex, torture_mutex_fifo,
 	torture_condvar, torture_event, torture_auto_event, torture_rwlock, torture_barrier,
@@ -153,11 +163,18 @@ extern atomic_bool torture_stopping;
 /* Completed operations of the primitive, all contenders. */
 extern atomic_long torture_total_ops;
 
-/* Reproducible pseudo-random choices. */
-static inline unsigned torture_rand(unsigned *seed)
+/*
+ * Reproducible pseudo-random choices (splitmix64): every bit of a value is
+ * well mixed, so that no contender's choices settle into a short cycle of
+ * their own, as a 32-bit LCG's low bits allow (`% 2` read one that repeats
+ * every 2^17 draws), which would set its share of the operations apart.
+ */
+static inline unsigned torture_rand(uint64_t *state)
 {
-	*seed = *seed * 1103515245u + 12345u;
-	return *seed >> 16;
+	uint64_t z = *state += 0x9e3779b97f4a7c15u;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return (unsigned)((z ^ (z >> 31)) >> 32);
 }
 
 static inline bool torture_stop_requested(void)
@@ -171,7 +188,7 @@ void torture_timeout(torture_contender *c);
 /* A critical section: nothing, a short spin or (threads) a yield. */
 void torture_crit(torture_contender *c);
 /* A blocking timeout: 0, 10 us, 200 us, 2 ms, 20 ms or infinite. */
-uint64_t torture_pick_timeout(unsigned *seed);
+uint64_t torture_pick_timeout(uint64_t *seed);
 /* Sleeps the controller for `us` microseconds. */
 void torture_sleep_us(unsigned us);
 

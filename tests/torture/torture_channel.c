@@ -316,5 +316,5 @@ static void ch_describe(char *buf, size_t size)
 
 const torture_prim torture_channel = {
 	"channel", ch_setup, ch_blocking, ch_begin, ch_done, ch_no_release,
-	ch_tick, ch_stop_tick, ch_teardown, ch_describe,
+	ch_tick, ch_stop_tick, ch_teardown, ch_describe, 950,
 };

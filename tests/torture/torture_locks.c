@@ -172,7 +172,7 @@ static void sem_describe(char *buf, size_t size)
 
 const torture_prim torture_semaphore = {
 	"semaphore", sem_setup, sem_blocking, sem_begin, sem_done, sem_release,
-	sem_tick, sem_stop_tick, sem_teardown, sem_describe,
+	sem_tick, sem_stop_tick, sem_teardown, sem_describe, 950,
 };
 
 /* ------------------------------------------------------------------ mutex */
@@ -263,12 +263,12 @@ static void mx_teardown(void)
 
 const torture_prim torture_mutex = {
 	"mutex", mx_setup_fair, mx_blocking, mx_begin, mx_done, mx_unlock,
-	nothing, nothing, mx_teardown, NULL,
+	nothing, nothing, mx_teardown, NULL, 800,
 };
 
 const torture_prim torture_mutex_fifo = {
 	"mutex-fifo", mx_setup_fifo, mx_blocking, mx_begin, mx_done, mx_unlock,
-	nothing, nothing, mx_teardown, NULL,
+	nothing, nothing, mx_teardown, NULL, 950,
 };
 
 /* ----------------------------------------------------------------- rwlock */
@@ -509,7 +509,7 @@ static void rw_describe(char *buf, size_t size)
 
 const torture_prim torture_rwlock = {
 	"rwlock", rw_setup, rw_blocking, rw_begin, rw_done, rw_release,
-	nothing, nothing, rw_teardown, rw_describe,
+	nothing, nothing, rw_teardown, rw_describe, 950,
 };
 
 /* ---------------------------------------------------------------- condvar */
@@ -706,5 +706,5 @@ static void cv_describe(char *buf, size_t size)
 
 const torture_prim torture_condvar = {
 	"condvar", cv_setup, cv_blocking, cv_begin, cv_done, no_release,
-	cv_tick, cv_stop_tick, cv_teardown, cv_describe,
+	cv_tick, cv_stop_tick, cv_teardown, cv_describe, 800,
 };

@@ -9,9 +9,11 @@
  * end), latch (a fresh latch each round: a released wait saw every
  * count_down of its round, count_down past the count is refused), once (a
  * fresh once each round: one runner at a time, failures retried, the
- * initialiser's value seen by everyone told it is done).
+ * initialiser's value seen by everyone told it is done, a report by a caller
+ * that holds nothing refused while nobody holds the job).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,7 +135,7 @@ static void ev_describe(char *buf, size_t size)
 
 const torture_prim torture_event = {
 	"event", ev_setup, ev_blocking, ev_begin, ev_done, no_release,
-	ev_tick, ev_stop_tick, ev_teardown, ev_describe,
+	ev_tick, ev_stop_tick, ev_teardown, ev_describe, 0,
 };
 
 /* ------------------------------------------------------------- auto-event */
@@ -221,7 +223,7 @@ static void aev_teardown(void)
 
 const torture_prim torture_auto_event = {
 	"auto-event", aev_setup, aev_blocking, aev_begin, aev_done, aev_release,
-	nothing, nothing, aev_teardown, NULL,
+	nothing, nothing, aev_teardown, NULL, 950,
 };
 
 /* ---------------------------------------------------------------- barrier */
@@ -354,7 +356,7 @@ static void bar_describe(char *buf, size_t size)
 
 const torture_prim torture_barrier = {
 	"barrier", bar_setup, bar_blocking, bar_begin, bar_done, no_release,
-	bar_tick, bar_stop_tick, bar_teardown, bar_describe,
+	bar_tick, bar_stop_tick, bar_teardown, bar_describe, 0,
 };
 
 /* ------------------------------------------------------------------ latch */
@@ -368,7 +370,7 @@ static struct {
 } latches[TORTURE_SLOTS];
 static torture_slots latch_slots;
 static atomic_long latch_rounds, latch_released, latch_adds;
-static unsigned latch_seed;
+static uint64_t latch_seed;
 
 static void latch_round(int i)
 {
@@ -549,25 +551,62 @@ static void latch_describe(char *buf, size_t size)
 
 const torture_prim torture_latch = {
 	"latch", latch_setup, latch_blocking, latch_begin, latch_done, no_release,
-	latch_tick, latch_stop_tick, latch_teardown, latch_describe,
+	latch_tick, latch_stop_tick, latch_teardown, latch_describe, 0,
 };
 
 /* ------------------------------------------------------------------- once */
 
 static struct {
 	sb_once o;
-	atomic_int runners;
+	atomic_int runners;  /* told SB_ONCE_RUN and not reported yet */
+	atomic_int blocking; /* in sb_once_wait_blocking, which may tell */
 	atomic_ullong value; /* the initialiser's: 0 until it succeeded */
 	uint64_t magic;
 } onces[TORTURE_SLOTS];
 static torture_slots once_slots;
-static atomic_long once_rounds, once_runs, once_failures, once_seen;
+static atomic_long once_rounds, once_runs, once_failures, once_seen, once_strays;
 static uint64_t once_magic;
+
+/*
+ * The stray reports.  A user may report twice, or from a caller that was
+ * never told SB_ONCE_RUN; the once cannot tell who calls complete() or
+ * fail(), so such a report steals the job whenever a runner holds it - but
+ * whenever nobody holds it (the once is free, done, or handed to a future
+ * that has not polled yet) it must be refused with -EPERM.  To know that
+ * nobody holds it, every call that can tell SB_ONCE_RUN or report, and the
+ * `runners` count that follows it, is made inside the gate (readers); a
+ * blocking wait, which may tell at any time, counts itself in `blocking` and
+ * enters the gate only to do so.  A stray report closes the gate (AUDIT),
+ * waits for the calls inside to leave, and is made only if no runner holds
+ * the job and no blocking wait is in flight in its slot.  The runner that
+ * just failed makes it, so that it lands often right after a hand-over.
+ */
+enum { ONCE_GATE_AUDIT = 1 << 30 };
+static atomic_int once_gate; /* calls inside, plus AUDIT while a stray report is checked */
+
+static void once_gate_enter(void)
+{
+	int s = atomic_load(&once_gate);
+	for (;;) {
+		if (s & ONCE_GATE_AUDIT) {
+			sched_yield();
+			s = atomic_load(&once_gate);
+		} else if (atomic_compare_exchange_weak(&once_gate, &s, s + 1)) {
+			return;
+		}
+	}
+}
+
+static void once_gate_leave(void)
+{
+	atomic_fetch_sub(&once_gate, 1);
+}
 
 static void once_round(int i)
 {
 	sb_once_init(&onces[i].o);
 	atomic_store(&onces[i].runners, 0);
+	atomic_store(&onces[i].blocking, 0);
 	atomic_store(&onces[i].value, 0);
 	onces[i].magic = ++once_magic * 0x9e3779b97f4a7c15u | 1;
 }
@@ -577,10 +616,12 @@ static void once_setup(void)
 	memset(&once_slots, 0, sizeof once_slots);
 	for (int i = 0; i < TORTURE_SLOTS; i++)
 		once_round(i);
+	atomic_store(&once_gate, 0);
 	atomic_store(&once_rounds, 0);
 	atomic_store(&once_runs, 0);
 	atomic_store(&once_failures, 0);
 	atomic_store(&once_seen, 0);
+	atomic_store(&once_strays, 0);
 }
 
 /* Told it is done: the initialiser's value is there. */
@@ -594,15 +635,42 @@ static void once_done_seen(torture_contender *c)
 	torture_op(c);
 }
 
-/* Told to run. */
+/* Told to run (inside the gate, or counted as a blocking wait). */
 static void once_run_start(torture_contender *c)
 {
 	int others = atomic_fetch_add(&onces[c->slot].runners, 1);
 	if (others != 0)
-		VIOLATION(c, "runner while %d others run", others);
+		VIOLATION(c, "told to run while %d other runners hold the job", others);
 	if (atomic_load(&onces[c->slot].value) != 0)
 		VIOLATION(c, "told to run a once that succeeded already");
 	atomic_fetch_add(&once_runs, 1);
+}
+
+/* A report by a caller that holds nothing: refused, unless a runner holds
+ * the job (then the once cannot know, and nothing is tried). */
+static void once_stray_report(torture_contender *c)
+{
+	int s = 0;
+	if (!atomic_compare_exchange_strong(&once_gate, &s, ONCE_GATE_AUDIT)) {
+		/* calls inside: wait for them, unless another audit runs */
+		if (atomic_fetch_or(&once_gate, ONCE_GATE_AUDIT) & ONCE_GATE_AUDIT)
+			return;
+		while (atomic_load(&once_gate) != ONCE_GATE_AUDIT)
+			sched_yield();
+	}
+	sb_once *o = &onces[c->slot].o;
+	if (atomic_load(&onces[c->slot].runners) == 0 &&
+	    atomic_load(&onces[c->slot].blocking) == 0) {
+		bool fail_first = torture_rand(&c->seed) % 2;
+		int e1 = fail_first ? sb_once_fail(o) : sb_once_complete(o);
+		int e2 = fail_first ? sb_once_complete(o) : sb_once_fail(o);
+		if (e1 != -EPERM || e2 != -EPERM)
+			VIOLATION(c, "a stray %s by a caller that holds nothing, nobody told to "
+				  "run: %d, not -EPERM", e1 != -EPERM ? (fail_first ? "fail" : "complete")
+				  : (fail_first ? "complete" : "fail"), e1 != -EPERM ? e1 : e2);
+		atomic_fetch_add(&once_strays, 1);
+	}
+	atomic_fetch_and(&once_gate, ~ONCE_GATE_AUDIT);
 }
 
 /* The runner reports: a failure (retried by the next), or success. */
@@ -610,6 +678,8 @@ static void once_run_end(torture_contender *c, bool with_future)
 {
 	sb_once *o = &onces[c->slot].o;
 	unsigned r = torture_rand(&c->seed) % 6;
+	bool failed = r < 3;
+	once_gate_enter();
 	if (r < 2 || (r == 2 && !with_future)) {
 		atomic_fetch_sub(&onces[c->slot].runners, 1);
 		atomic_fetch_add(&once_failures, 1);
@@ -630,17 +700,56 @@ static void once_run_end(torture_contender *c, bool with_future)
 		if (e != 0)
 			VIOLATION(c, "complete: %d", e);
 	}
+	once_gate_leave();
+	if (failed)
+		once_stray_report(c);
 	torture_op(c);
+}
+
+/* The once's wait future, its tells counted inside the gate. */
+static int once_gated_poll(void *fut, const sb_waker *w)
+{
+	torture_contender *c = SB_CONTAINER_OF(fut, torture_contender, f.once);
+	once_gate_enter();
+	int r = sb_once_wait_poll(fut, w);
+	if (r == SB_ONCE_RUN)
+		once_run_start(c);
+	once_gate_leave();
+	return r;
+}
+
+static void once_gated_cancel(void *fut)
+{
+	once_gate_enter();
+	sb_once_wait_cancel(fut);
+	once_gate_leave();
+}
+
+static const sb_future_ops once_gated_ops = { once_gated_poll, once_gated_cancel };
+
+static int once_gated_try(torture_contender *c)
+{
+	once_gate_enter();
+	int r = sb_once_try(&onces[c->slot].o);
+	if (r == SB_ONCE_RUN)
+		once_run_start(c);
+	once_gate_leave();
+	return r;
 }
 
 static void once_blocking(torture_contender *c, uint64_t to)
 {
 	c->slot = torture_slot_enter(&once_slots);
+	once_gate_enter();
+	atomic_fetch_add(&onces[c->slot].blocking, 1);
+	once_gate_leave();
 	int r = sb_once_wait_blocking(&onces[c->slot].o, to);
+	if (r == SB_ONCE_RUN)
+		once_run_start(c);
+	atomic_fetch_sub(&onces[c->slot].blocking, 1);
 	if (r == 0) {
 		once_done_seen(c);
 	} else if (r == SB_ONCE_RUN) {
-		once_run_start(c);
 		torture_crit(c);
 		once_run_end(c, false);
 	} else if (r == -ETIMEDOUT) {
@@ -654,13 +763,11 @@ static void once_blocking(torture_contender *c, uint64_t to)
 static int once_begin(torture_contender *c)
 {
 	c->slot = torture_slot_enter(&once_slots);
-	sb_once *o = &onces[c->slot].o;
 	if (torture_rand(&c->seed) % 5 == 0) {
-		int r = sb_once_try(o);
+		int r = once_gated_try(c);
 		if (r == 0) {
 			once_done_seen(c);
 		} else if (r == SB_ONCE_RUN) {
-			once_run_start(c);
 			torture_crit(c);
 			once_run_end(c, false);
 		} else if (r != -EAGAIN) {
@@ -669,18 +776,17 @@ static int once_begin(torture_contender *c)
 		torture_slot_leave(&once_slots, c->slot);
 		return 1;
 	}
-	sb_once_wait_init(&c->f.once, o);
+	sb_once_wait_init(&c->f.once, &onces[c->slot].o);
 	c->fut = &c->f.once;
-	c->fops = &sb_once_wait_ops;
+	c->fops = &once_gated_ops;
 	return 0;
 }
 
+/* SB_ONCE_RUN was counted by the poll that told it. */
 static int once_done(torture_contender *c, int r)
 {
-	if (r == SB_ONCE_RUN) {
-		once_run_start(c);
+	if (r == SB_ONCE_RUN)
 		return T_HOLD;
-	}
 	if (r == 0)
 		once_done_seen(c);
 	else if (r != -ETIMEDOUT && r != -ECANCELED)
@@ -729,12 +835,12 @@ static void once_teardown(void)
 
 static void once_describe(char *buf, size_t size)
 {
-	snprintf(buf, size, "rounds %ld, runs %ld (%ld failed), told done %ld",
-		 atomic_load(&once_rounds), atomic_load(&once_runs), atomic_load(&once_failures),
-		 atomic_load(&once_seen));
+	snprintf(buf, size, "rounds %ld, runs %ld (%ld failed), stray reports refused %ld, "
+		 "told done %ld", atomic_load(&once_rounds), atomic_load(&once_runs),
+		 atomic_load(&once_failures), atomic_load(&once_strays), atomic_load(&once_seen));
 }
 
 const torture_prim torture_once = {
 	"once", once_setup, once_blocking, once_begin, once_done, once_release,
-	once_tick, nothing, once_teardown, once_describe,
+	once_tick, nothing, once_teardown, once_describe, 0,
 };

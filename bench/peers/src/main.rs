@@ -23,6 +23,7 @@
 //! (that batch's time is not reported: the clock reads slow it down).
 
 mod alloc_count;
+mod broadcast;
 mod channels;
 mod contention;
 mod executors;
@@ -31,6 +32,7 @@ mod one_slot;
 mod primitives;
 mod registry;
 mod rwlock_barrier_once;
+mod watch;
 
 use std::process::ExitCode;
 

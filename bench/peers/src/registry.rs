@@ -1,12 +1,14 @@
 //! Every (scenario, implementation) pair the harness knows, with its default
 //! rounds per batch, and the honest reason where a peer cannot express one.
 
+use crate::broadcast as bc;
 use crate::channels as ch;
 use crate::contention::{smol_mt, tokio_mt};
 use crate::executors::{async_exec, tokio_ct};
 use crate::harness::BatchFn;
 use crate::primitives::{async_lock_peer, event_listener_peer, std_baseline, tokio_peer};
 use crate::rwlock_barrier_once as rbo;
+use crate::watch as wt;
 
 /// Placeholder for the thread count in a contention row's name.
 pub const THREADS_PLACEHOLDER: &str = "-N-threads";
@@ -31,10 +33,13 @@ impl Row {
         self.scenario.ends_with(THREADS_PLACEHOLDER)
     }
 
-    /// Whether `--waits` applies: the contention rows and the channel rows
-    /// with several producers or receivers (every receive timed).
+    /// Whether `--waits` applies: the contention rows, the channel rows
+    /// with several producers or receivers (every receive timed) and
+    /// `watch/read-while-sending` (every send timed).
     pub fn times_waits(&self) -> bool {
-        self.has_threads() || CHANNEL_WAITS.contains(&self.scenario)
+        self.has_threads()
+            || CHANNEL_WAITS.contains(&self.scenario)
+            || self.scenario == WATCH_WAITS
     }
 
     /// The scenario name with the thread count filled in.
@@ -122,6 +127,28 @@ const ZERO_CAPACITY_PANICS_ASYNC_CHANNEL: &str =
     "async_channel::bounded(0) panics: async-channel has no rendezvous channel";
 const TOKIO_ONE_RECEIVER: &str =
     "tokio::sync::mpsc has one receiver (not Clone): several receivers would need our own sharing";
+
+/// The watch row that times every send under `--waits`.
+pub const WATCH_WAITS: &str = "watch/read-while-sending";
+
+/// The watch rows (src/watch.rs): `tokio::sync::watch`.
+fn watch_rows() -> Vec<Row> {
+    vec![
+        run(
+            "watch/update-16-receivers",
+            TOKIO,
+            200_000,
+            wt::update_16_receivers,
+        ),
+        run("watch/read-latest", TOKIO, 10_000_000, wt::read_latest),
+        run(
+            "watch/read-while-sending",
+            TOKIO,
+            1_000_000,
+            wt::read_while_sending,
+        ),
+    ]
+}
 
 /// The channel rows (src/channels.rs).
 fn channel_rows() -> Vec<Row> {
@@ -511,5 +538,11 @@ pub fn rows() -> Vec<Row> {
         ),
     ];
     rows.extend(channel_rows());
+    rows.extend([
+        run("broadcast/fan-out-16", TOKIO, 1_000_000, bc::fan_out_16_tokio),
+        run("broadcast/lagging-receiver", TOKIO, 1_000_000, bc::lagging_receiver_tokio),
+        run("broadcast/fan-out-16-threads", TOKIO, 1_000_000, bc::fan_out_16_threads_tokio),
+    ]);
+    rows.extend(watch_rows());
     rows
 }

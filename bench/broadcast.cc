@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// bench/broadcast.cc - the broadcast rows (sb_broadcast, lagging policy as
+// tokio::sync::broadcast, items of 8 bytes: a uint64_t).
+//
+//   broadcast/fan-out-16            single thread: capacity 16, 16
+//                                   subscribers; a round is one try_send and
+//                                   16 try_recvs that each get the item
+//   broadcast/fan-out-16-threads    one sender thread, 16 receiver threads
+//                                   (blocking receives), capacity 64; the
+//                                   sender never waits (lagging): each
+//                                   receiver's items plus the items its lags
+//                                   counted must be every item sent; ns per
+//                                   item sent
+//   broadcast/lagging-receiver      single thread: capacity 16, a receiver
+//                                   that reads every item and one that reads
+//                                   once every 64 rounds (a lag of 48, then
+//                                   the oldest item held); ns per round
+#include <errno.h>
+#include <sched.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <syncband/broadcast.h>
+
+#include "harness.h"
+
+namespace {
+
+using sbb::expect;
+
+// ------------------------------------------------------------ fan-out-16
+
+struct FanOut16 {
+	struct Storage {
+		sb_broadcast bc;
+		uint64_t slots[16];
+		sb_broadcast_receiver rx[16];
+	};
+	sb_broadcast *bc;
+	sb_broadcast_receiver *rx;
+	uint64_t next = 0;
+	FanOut16(const sbb::Params &, Storage &st) : bc(&st.bc), rx(st.rx)
+	{
+		expect(sb_broadcast_init(bc, st.slots, sizeof(uint64_t), 16, SB_BROADCAST_LAGGING), 0,
+		       "init");
+		for (int i = 0; i < 16; i++) {
+			rx[i] = sb_broadcast_receiver{};
+			expect(sb_broadcast_subscribe(bc, &rx[i]), 0, "subscribe");
+		}
+	}
+	void round()
+	{
+		uint64_t v = next++;
+		expect(sb_broadcast_try_send(bc, &v), 0, "try_send");
+		for (int i = 0; i < 16; i++) {
+			uint64_t out;
+			expect(sb_broadcast_try_recv(&rx[i], &out), 0, "try_recv of the item");
+			expect(out, v, "each receiver gets the item sent");
+		}
+	}
+	void finish()
+	{
+		for (int i = 0; i < 16; i++) {
+			uint64_t out;
+			expect(sb_broadcast_try_recv(&rx[i], &out), -EAGAIN, "nothing left");
+			expect(sb_broadcast_unsubscribe(&rx[i]), 0, "unsubscribe");
+		}
+		expect(sb_broadcast_destroy(bc), 0, "destroy");
+	}
+};
+SBB_ROUNDS(FanOut16, "broadcast/fan-out-16", sbb::SYNCBAND, 1000000);
+
+// ------------------------------------------------------------ lagging-receiver
+
+struct LaggingReceiver {
+	struct Storage {
+		sb_broadcast bc;
+		uint64_t slots[16];
+		sb_broadcast_receiver fast, slow;
+	};
+	sb_broadcast *bc;
+	sb_broadcast_receiver *fast, *slow;
+	uint64_t next = 0;
+	LaggingReceiver(const sbb::Params &, Storage &st) : bc(&st.bc), fast(&st.fast), slow(&st.slow)
+	{
+		expect(sb_broadcast_init(bc, st.slots, sizeof(uint64_t), 16, SB_BROADCAST_LAGGING), 0,
+		       "init");
+		*fast = sb_broadcast_receiver{};
+		*slow = sb_broadcast_receiver{};
+		expect(sb_broadcast_subscribe(bc, fast), 0, "subscribe");
+		expect(sb_broadcast_subscribe(bc, slow), 0, "subscribe");
+	}
+	void round()
+	{
+		uint64_t v = next++, out;
+		expect(sb_broadcast_try_send(bc, &v), 0, "try_send");
+		expect(sb_broadcast_try_recv(fast, &out), 0, "the fast receiver reads it");
+		expect(out, v, "the item sent");
+		if ((v & 63) == 63) {
+			expect(sb_broadcast_try_recv(slow, &out), -EOVERFLOW, "the slow one lagged");
+			expect(sb_broadcast_receiver_missed(slow), 48u, "by 48");
+			expect(sb_broadcast_try_recv(slow, &out), 0, "then reads the oldest held");
+			expect(out, v - 15, "the oldest held");
+			for (int i = 0; i < 15; i++)
+				expect(sb_broadcast_try_recv(slow, &out), 0, "and the rest");
+		}
+	}
+	void finish()
+	{
+		expect(sb_broadcast_unsubscribe(fast), 0, "unsubscribe");
+		expect(sb_broadcast_unsubscribe(slow), 0, "unsubscribe");
+		expect(sb_broadcast_destroy(bc), 0, "destroy");
+	}
+};
+SBB_ROUNDS(LaggingReceiver, "broadcast/lagging-receiver", sbb::SYNCBAND, 1000000);
+
+// ------------------------------------------------------------ fan-out-16-threads
+
+uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
+{
+	constexpr unsigned N = 16;
+	struct alignas(64) Receiver {
+		sb_broadcast_receiver rx;
+		uint64_t got = 0, missed = 0, last = 0;
+		bool ordered = true;
+	};
+	sbb::CachePadded<sb_broadcast> padded;
+	sb_broadcast *bc = &padded.value;
+	std::unique_ptr<uint64_t[]> slots(new uint64_t[64]());
+	expect(sb_broadcast_init(bc, slots.get(), sizeof(uint64_t), 64, SB_BROADCAST_LAGGING), 0,
+	       "init");
+	std::vector<Receiver> rs(N);
+	for (Receiver &r : rs) {
+		r.rx = sb_broadcast_receiver{};
+		expect(sb_broadcast_subscribe(bc, &r.rx), 0, "subscribe");
+	}
+	std::atomic<unsigned> ready{0};
+	std::atomic<bool> go{false};
+	auto wait_go = [&] {
+		ready.fetch_add(1, std::memory_order_relaxed);
+		while (!go.load(std::memory_order_acquire))
+			sched_yield();
+	};
+	std::vector<std::thread> threads;
+	for (unsigned i = 0; i < N; i++)
+		threads.emplace_back([&, i] {
+			Receiver &r = rs[i];
+			wait_go();
+			for (;;) {
+				uint64_t v;
+				int e = sb_broadcast_recv_blocking(&r.rx, &v, SB_TIMEOUT_INFINITE);
+				if (e == -EPIPE)
+					break;
+				if (e == -EOVERFLOW) {
+					r.missed += sb_broadcast_receiver_missed(&r.rx);
+					continue;
+				}
+				expect(e, 0, "recv_blocking");
+				r.ordered &= r.got + r.missed == 0 || v > r.last;
+				r.last = v;
+				r.got++;
+			}
+		});
+	threads.emplace_back([&] {
+		wait_go();
+		for (uint64_t v = 1; v <= p.rounds; v++)
+			expect(sb_broadcast_send_blocking(bc, &v, SB_TIMEOUT_INFINITE), 0, "send");
+		sb_broadcast_close(bc);
+	});
+	while (ready.load(std::memory_order_relaxed) < N + 1)
+		sched_yield();
+	m.start();
+	go.store(true, std::memory_order_release);
+	for (std::thread &t : threads)
+		t.join();
+	m.stop();
+	for (Receiver &r : rs) {
+		expect(r.ordered, true, "each receiver's items in order");
+		expect(r.got + r.missed, p.rounds, "items received + items missed = items sent");
+		expect(sb_broadcast_unsubscribe(&r.rx), 0, "unsubscribe");
+	}
+	expect(sb_broadcast_destroy(bc), 0, "destroy");
+	return p.rounds;
+}
+SBB_BATCH(fan_out_threads, "broadcast/fan-out-16-threads", sbb::SYNCBAND_BLOCKING, 1000000);
+
+} // namespace

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * syncband/broadcast.h - a bounded broadcast channel: every item sent goes
+ * to every subscribed receiver, over slots the caller provides.
+ *
+ * Semantics
+ *   - Items are copied in and out by value (item_size bytes each) through
+ *     the caller's ring of `capacity` slots.  Nothing here allocates.
+ *   - A receiver is a caller-owned struct (sb_broadcast_receiver: its
+ *     cursor, the next item it will read) that subscribes and unsubscribes
+ *     at any time.  A new subscriber sees what is sent after it subscribed;
+ *     items sent while nobody is subscribed are nobody's.  Each receiver
+ *     reads every item in the order sent, unless it lags (below).
+ *   - The overflow policy, fixed at init:
+ *       SB_BROADCAST_LAGGING       sending never waits.  Each send takes the
+ *                                  next slot, overwriting the oldest item.  A
+ *                                  receiver that fell more than capacity
+ *                                  items behind is told so: its next receive
+ *                                  fails with -EOVERFLOW, and
+ *                                  sb_broadcast_receiver_missed() says how
+ *                                  many items it missed; it then resumes at
+ *                                  the oldest item still held.
+ *       SB_BROADCAST_BACKPRESSURE  a send waits while the ring holds
+ *                                  `capacity` items some subscriber has not
+ *                                  read: a slot is reused only after every
+ *                                  subscriber that must read it has.  Waiting
+ *                                  senders are served first come, first
+ *                                  served, and nobody barges: while senders
+ *                                  wait, try_send() finds the ring full.
+ *                                  Unsubscribing releases whatever the
+ *                                  receiver had not read.
+ *   - Close is end-of-stream.  After sb_broadcast_close(), every send fails
+ *     with -EPIPE (a waiting sender's item was not taken), and each receiver
+ *     first gets the items it has not read, then -EPIPE.
+ *   - Cancellation loses nothing and doubles nothing.  A receive copies an
+ *     item only in the poll that returns 0, so a cancelled receive took
+ *     nothing (-ECANCELED): the item is the receiver's next.  A waiting
+ *     send's cancel returns 0 when its item had already gone into the ring,
+ *     else -ECANCELED (the item was not sent).  A blocking wait that runs
+ *     out of time reports such a completion instead of -ETIMEDOUT.
+ *
+ * Memory ordering: a send happens-before every receive that gets its item.
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * except init/destroy, and except that a receiver is one reader's: its
+ * receives, its unsubscribe and sb_broadcast_receiver_missed() must not run
+ * concurrently with each other, and it has at most one receive in flight (a
+ * pending future, or a blocking wait) at a time.  A future is driven by one
+ * thread at a time.  A pending future, the item memory it names, and a
+ * subscribed receiver must stay where they are until they complete, are
+ * cancelled or unsubscribe.
+ *
+ * Errors (negative errno; every error leaves the broadcast and the receiver
+ * unchanged; -EINVAL for bad arguments comes before -EPIPE)
+ *   -EINVAL      init(): item_size 0 or above UINT32_MAX, capacity 0 or above
+ *                SB_BROADCAST_MAX_CAPACITY, storage NULL or not aligned for
+ *                the item (see sb_broadcast_init), an unknown policy; a NULL
+ *                item pointer; a receiver that is not subscribed (never, or
+ *                no longer: use after unsubscribe); subscribe() of a
+ *                receiver that is subscribed; a never-initialised (zeroed)
+ *                future
+ *   -EOVERFLOW   init(): capacity * item_size does not fit in a size_t;
+ *                a receive of a lagging receiver that missed items (see
+ *                sb_broadcast_receiver_missed; the next receive goes on)
+ *   -EAGAIN      try_send(): back-pressure and the ring full, or senders
+ *                wait; try_recv(): nothing new for this receiver
+ *   -EPIPE       sends and subscribe after close; receives once closed and
+ *                this receiver has read everything
+ *   -EBUSY       destroy() with receivers subscribed or futures waiting;
+ *                unsubscribe() while a receive of that receiver waits
+ *   -ETIMEDOUT   a blocking send or receive ran out of time (nothing moved)
+ *   -ECANCELED   poll or cancel of a future cancelled before it completed
+ */
+#ifndef SYNCBAND_BROADCAST_H
+#define SYNCBAND_BROADCAST_H
+
+#include <errno.h>
+
+#include <syncband/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest capacity, as the channel's. */
+#define SB_BROADCAST_MAX_CAPACITY (SB_CAST(uint32_t, 1) << 30)
+
+/* Bytes of slot storage a broadcast of `capacity` items of `item_size` needs. */
+#define SB_BROADCAST_STORAGE_SIZE(item_size, capacity) \
+	(SB_CAST(size_t, item_size) * SB_CAST(size_t, capacity))
+
+/* The overflow policies (see above). */
+#define SB_BROADCAST_LAGGING 0
+#define SB_BROADCAST_BACKPRESSURE 1
+
+/*
+ * The state word's own bits (the queue's are in future.h):
+ *   bit 3  CLOSED        close() was called; final
+ *   bit 4  BACKPRESSURE  the policy, fixed at init
+ */
+#define SB_BROADCAST_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
+#define SB_BROADCAST_STATE_BACKPRESSURE (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
+
+struct sb_broadcast_receiver;
+
+/* 80 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_broadcast {
+	sb_waitq q;                         /* the lock and the waiting receives */
+	sb_waiter *send_head;               /* the waiting sends, oldest first */
+	sb_waiter *send_tail;
+	struct sb_broadcast_receiver *subs; /* the subscribers, in no order */
+	void *slots;                        /* the caller's storage */
+	uint64_t tail;                      /* the sequence number of the next item */
+	uint64_t min;                       /* back-pressure: no cursor is below it */
+	uint32_t item_size;
+	uint32_t capacity;
+} sb_broadcast;
+
+/*
+ * Static initialiser: an open broadcast with no subscribers over `storage`
+ * (capacity * item_size bytes), with `policy`.  Nothing is checked: the
+ * arguments must be what sb_broadcast_init() would accept.
+ */
+#define SB_BROADCAST_INIT(storage, item_size, capacity, policy)                            \
+	{ SB_WAITQ_INIT((policy) == SB_BROADCAST_BACKPRESSURE ? SB_BROADCAST_STATE_BACKPRESSURE \
+							       : 0),                          \
+	  NULL, NULL, NULL, (storage), 0, 0, (item_size), (capacity) }
+
+/* 48 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_broadcast_receiver {
+	sb_broadcast *bc;                     /* NULL while not subscribed */
+	struct sb_broadcast_receiver *next;   /* the subscriber list */
+	struct sb_broadcast_receiver *prev;
+	uint64_t cursor;                      /* the sequence number it reads next */
+	uint64_t missed;                      /* what its last -EOVERFLOW missed */
+	int waiting;                          /* a receive of it is pending */
+} sb_broadcast_receiver;
+
+/* An unsubscribed receiver (so is an all-zero one). */
+#define SB_BROADCAST_RECEIVER_INIT { NULL, NULL, NULL, 0, 0, 0 }
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_broadcast_send {
+	sb_waiter waiter;
+	sb_broadcast *bc;
+	const void *item;
+	int status;
+} sb_broadcast_send;
+
+/* 64 bytes on 64-bit targets.  Fields are private. */
+typedef struct sb_broadcast_recv {
+	sb_waiter waiter;
+	sb_broadcast_receiver *rx;
+	void *item;
+	int status;
+} sb_broadcast_recv;
+
+/*
+ * Initialises an open broadcast with no subscribers over `storage`, which
+ * must hold `capacity` (>= 1) items of `item_size` bytes
+ * (SB_BROADCAST_STORAGE_SIZE), aligned to the largest power of two that
+ * divides item_size, up to 16 (an array of the item type is), and stay
+ * valid until destroy.  `policy`: SB_BROADCAST_LAGGING or
+ * SB_BROADCAST_BACKPRESSURE.  Returns 0, -EINVAL or -EOVERFLOW.
+ */
+SB_API int sb_broadcast_init(sb_broadcast *bc, void *storage, size_t item_size, size_t capacity,
+			     int policy);
+
+/*
+ * Returns 0, or -EBUSY while receivers are subscribed or futures wait (the
+ * broadcast stays usable).  It must not be used after a successful destroy.
+ */
+SB_API int sb_broadcast_destroy(sb_broadcast *bc);
+
+/*
+ * Ends the stream: later sends and subscribes fail with -EPIPE, waiting
+ * senders complete with -EPIPE (their items not taken), and waiting
+ * receives are woken to drain what they have not read, then get -EPIPE.
+ * The wakes run after the lock is released.  Idempotent.
+ */
+SB_API void sb_broadcast_close(sb_broadcast *bc);
+
+/* Snapshots: whether close() was called; the capacity; how many subscribe. */
+SB_API bool sb_broadcast_is_closed(const sb_broadcast *bc);
+SB_API size_t sb_broadcast_capacity(const sb_broadcast *bc);
+SB_API size_t sb_broadcast_subscribers(const sb_broadcast *bc);
+
+/*
+ * Subscribes `rx`, which must not be subscribed (zeroed, initialised with
+ * SB_BROADCAST_RECEIVER_INIT, or unsubscribed): it will receive every item
+ * sent from now on.  Returns 0, -EINVAL (subscribed already) or -EPIPE
+ * (closed: nothing will be sent).
+ */
+SB_API int sb_broadcast_subscribe(sb_broadcast *bc, sb_broadcast_receiver *rx);
+
+/*
+ * Unsubscribes `rx`: the items it had not read are no longer held for it
+ * (with back-pressure, senders waiting for it go on).  Afterwards it may be
+ * freed, or subscribed again.  Returns 0, -EINVAL (not subscribed) or -EBUSY
+ * (a receive of it waits: cancel it first).
+ */
+SB_API int sb_broadcast_unsubscribe(sb_broadcast_receiver *rx);
+
+/*
+ * How many items were sent since rx's cursor: more than the capacity when a
+ * lagging receiver fell behind.  0 when not subscribed.  A snapshot.
+ */
+SB_API uint64_t sb_broadcast_receiver_unread(const sb_broadcast_receiver *rx);
+
+/* How many items the receive that last returned -EOVERFLOW on `rx` missed. */
+SB_API uint64_t sb_broadcast_receiver_missed(const sb_broadcast_receiver *rx);
+
+/*
+ * Sends the item at `item` (item_size bytes) to every subscriber without
+ * waiting: 0, -EAGAIN (back-pressure: a subscriber has yet to read the slot
+ * it needs, or senders wait), -EPIPE or -EINVAL.
+ */
+SB_API int sb_broadcast_try_send(sb_broadcast *bc, const void *item);
+
+/*
+ * Receives rx's next item into `item` without waiting: 0, -EAGAIN (nothing
+ * new), -EOVERFLOW (lagged: see sb_broadcast_receiver_missed; nothing was
+ * copied, and the next receive gets the oldest item held), -EPIPE (closed,
+ * and rx has read everything) or -EINVAL.
+ */
+SB_API int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item);
+
+/*
+ * Prepares a future that sends the item at `item`, which must stay valid
+ * and unchanged until the future completes or is cancelled.  Does not
+ * register.
+ */
+SB_INLINE void sb_broadcast_send_init(sb_broadcast_send *f, sb_broadcast *bc, const void *item)
+{
+	f->bc = bc;
+	f->item = item;
+	f->status = SB_FUTURE_IDLE;
+}
+
+/*
+ * Drives the send: 0 when the item went into the ring, SB_PENDING while it
+ * waits for room (back-pressure only; the waker will be woken once), -EPIPE
+ * (closed; the item was not taken), -EINVAL.
+ */
+SB_API int sb_broadcast_send_poll(sb_broadcast_send *f, const sb_waker *w);
+
+/*
+ * Abandons the send: 0 when its item had already gone into the ring, else
+ * -ECANCELED (the item was not sent) or the error it completed with.  Drops
+ * the registered waker.  After it the future may be freed.
+ */
+SB_API int sb_broadcast_send_cancel(sb_broadcast_send *f);
+
+/*
+ * Prepares a future that receives rx's next item into `item` (item_size
+ * bytes).  Does not register.
+ */
+SB_INLINE void sb_broadcast_recv_init(sb_broadcast_recv *f, sb_broadcast_receiver *rx,
+				      void *item)
+{
+	f->rx = rx;
+	f->item = item;
+	f->status = SB_FUTURE_IDLE;
+}
+
+/*
+ * Drives the receive: 0 when an item was copied into `item`, SB_PENDING
+ * while it waits (the waker will be woken once: then poll again),
+ * -EOVERFLOW (lagged, as try_recv), -EPIPE, -EINVAL.
+ */
+SB_API int sb_broadcast_recv_poll(sb_broadcast_recv *f, const sb_waker *w);
+
+/*
+ * Abandons the receive: -ECANCELED unless it had completed (then its
+ * result); nothing was taken from the receiver.  Drops the registered
+ * waker.  After it the future may be freed.
+ */
+SB_API int sb_broadcast_recv_cancel(sb_broadcast_recv *f);
+
+/*
+ * Blocks the calling thread until the item is sent: 0, -ETIMEDOUT after
+ * `timeout_ns` nanoseconds (SB_TIMEOUT_INFINITE waits forever; 0 tries
+ * once; the item was not sent), -EPIPE or -EINVAL.
+ */
+SB_API int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t timeout_ns);
+
+/*
+ * Blocks the calling thread until rx's next item is received into `item`:
+ * 0, -ETIMEDOUT (nothing received), -EOVERFLOW, -EPIPE or -EINVAL.
+ */
+SB_API int sb_broadcast_recv_blocking(sb_broadcast_receiver *rx, void *item,
+				      uint64_t timeout_ns);
+
+/* These futures through sb_future_ops (deadlines, executors, sb_block_on). */
+SB_API extern const sb_future_ops sb_broadcast_send_ops;
+SB_API extern const sb_future_ops sb_broadcast_recv_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBAND_BROADCAST_H */

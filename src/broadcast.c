@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <syncband/broadcast.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "park.h"
+#include "wait_future.h"
+
+/*
+ * One lock, a ring addressed by 64-bit sequence numbers, the subscribers'
+ * cursors, and two FIFOs of waiters (docs/design.md, "Broadcast").  The
+ * lock is the queue lock of the state word; it guards the ring (`tail`,
+ * the slots, `min`), the subscriber list and every subscriber's cursor,
+ * the waiting receives (bc->q) and the waiting sends (send_head/send_tail).
+ * CLOSED is set only by the CAS that takes the lock (close), and
+ * BACKPRESSURE only by init, so a lock holder's view of both stays true.
+ *
+ * Item `s` lives in slot s % capacity.  A receiver reads item `cursor`
+ * while cursor < tail:
+ *   - lagging: the ring holds the last `capacity` items, so a cursor below
+ *     tail - capacity was overwritten: the receive reports how many were
+ *     missed and moves the cursor to the oldest item held;
+ *   - back-pressure: item `tail` may be written only when every cursor is
+ *     above tail - capacity, i.e. tail - (the smallest cursor) < capacity.
+ *     `min` is a lower bound of the smallest cursor (cursors only grow, and
+ *     a subscriber starts at tail), recomputed by a scan of the subscribers
+ *     only when it says "full"; so a slot is reused only once every
+ *     subscriber read it, and an unsubscribe - which unlinks the cursor -
+ *     releases what it held with no per-item count to fix.
+ *
+ * A waiting receive waits only while its cursor == tail.  A send that
+ * finds receives waiting releases them all (sb_waitq_release_all): each is
+ * woken to poll again and copies the item itself, under the lock.  So a
+ * receive takes an item only in the poll that returns 0, and its cancel
+ * never has anything to hand back.
+ *
+ * Waiting sends (back-pressure) are the channel's: a read that moved the
+ * slowest cursor, or an unsubscribe, moves waiting senders' items into the
+ * ring, oldest first, completing each GRANTED with release order; a cancel
+ * that finds its node detached GRANTED reports the send done (0).
+ *
+ * Wakes are collected in a batch and run after unlocking; a batch that
+ * fills is flushed by unlocking, after which a holder re-reads everything.
+ */
+
+/* A linked waiter's `remaining`: one operation owed. */
+#define BC_WAITING 1
+
+/* Takes the lock; returns the state word (CLOSED, BACKPRESSURE stable until unlock). */
+static inline size_t bc_lock(sb_broadcast *bc)
+{
+	return sb_waitq_lock(&bc->q, 0);
+}
+
+static inline void bc_unlock(sb_broadcast *bc)
+{
+	sb_waitq_unlock(&bc->q);
+}
+
+/* Under the lock (the bits change only when the lock is taken). */
+static inline size_t bc_state_locked(const sb_broadcast *bc)
+{
+	return sb_waitq_load(&bc->q);
+}
+
+static inline bool bc_is_closed_locked(const sb_broadcast *bc)
+{
+	return bc_state_locked(bc) & SB_BROADCAST_STATE_CLOSED;
+}
+
+static inline bool bc_backpressure(const sb_broadcast *bc)
+{
+	return bc_state_locked(bc) & SB_BROADCAST_STATE_BACKPRESSURE;
+}
+
+static inline unsigned char *bc_slot(const sb_broadcast *bc, uint64_t seq)
+{
+	return (unsigned char *)bc->slots + (size_t)(seq % bc->capacity) * bc->item_size;
+}
+
+/* Under the lock: a full batch is run with the lock dropped. */
+static inline void bc_make_room(sb_broadcast *bc, sb_wake_batch *b)
+{
+	if (sb_wake_batch_is_full(b))
+		sb_waitq_flush(&bc->q, b);
+}
+
+/* ------------------------------------------------------------ the ring */
+
+/* Under the lock: the smallest cursor, or tail with nobody subscribed. */
+static uint64_t bc_min_cursor(const sb_broadcast *bc)
+{
+	uint64_t min = bc->tail;
+	for (const sb_broadcast_receiver *r = bc->subs; r; r = r->next)
+		if (r->cursor < min)
+			min = r->cursor;
+	return min;
+}
+
+/* Under the lock: whether item `tail` may be written now. */
+static bool bc_has_room(sb_broadcast *bc)
+{
+	if (!bc_backpressure(bc) || bc->tail - bc->min < bc->capacity)
+		return true;
+	bc->min = bc_min_cursor(bc);
+	return bc->tail - bc->min < bc->capacity;
+}
+
+/* Under the lock, with room: item `tail` is written (the receives waiting for it are
+ * released by the caller). */
+static void bc_publish(sb_broadcast *bc, const void *item)
+{
+	memcpy(bc_slot(bc, bc->tail), item, bc->item_size);
+	bc->tail++;
+}
+
+/*
+ * Under the lock: wakes every waiting receive to read what was published.
+ * May drop the lock (a batch that fills); returns with it held.
+ */
+static void bc_release_receivers(sb_broadcast *bc, sb_wake_batch *b)
+{
+	sb_waitq_release_all(&bc->q, SB_WAITER_GRANTED, b);
+}
+
+/* ------------------------------------------------------------- senders */
+
+static inline sb_broadcast_send *bc_sender(sb_waiter *w)
+{
+	return SB_CONTAINER_OF(w, sb_broadcast_send, waiter);
+}
+
+static void bc_complete_sender(sb_broadcast *bc, sb_waiter *w, size_t final, sb_wake_batch *b)
+{
+	sb_waiters_unlink(&bc->send_head, &bc->send_tail, w);
+	sb_waiter_detach_unlinked(w, final, b);
+}
+
+/*
+ * Under the lock (back-pressure): moves waiting senders' items into the
+ * ring while there is room, oldest first, then wakes the receives waiting
+ * for them.  May drop the lock on the way.
+ */
+static void bc_refill_from_senders(sb_broadcast *bc, sb_wake_batch *b)
+{
+	bool published = false;
+	for (;;) {
+		bc_make_room(bc, b);
+		if (bc->send_head == NULL || !bc_has_room(bc))
+			break;
+		sb_waiter *w = bc->send_head;
+		bc_publish(bc, bc_sender(w)->item);
+		bc_complete_sender(bc, w, SB_WAITER_GRANTED, b);
+		published = true;
+	}
+	if (published)
+		bc_release_receivers(bc, b);
+}
+
+/* Under the lock, open: sends one item now if it may (0), else -EAGAIN. */
+static int bc_send_locked(sb_broadcast *bc, const void *item, sb_wake_batch *b)
+{
+	/* Nobody barges past waiting senders. */
+	if (bc->send_head || !bc_has_room(bc))
+		return -EAGAIN;
+	bc_publish(bc, item);
+	bc_release_receivers(bc, b);
+	return 0;
+}
+
+/* ------------------------------------------------------------ receivers */
+
+/*
+ * Under the lock: rx's next item into `item` (0), or why not: -EOVERFLOW
+ * (lagged; the cursor moved to the oldest item held), -EPIPE, -EAGAIN.  A
+ * read of the slowest cursor lets waiting senders in.
+ */
+static int bc_recv_locked(sb_broadcast_receiver *rx, void *item, sb_wake_batch *b)
+{
+	sb_broadcast *bc = rx->bc;
+	if (bc->tail - rx->cursor > bc->capacity) {
+		/* Only a lagging ring overwrites a slot someone has not read. */
+		uint64_t oldest = bc->tail - bc->capacity;
+		rx->missed = oldest - rx->cursor;
+		rx->cursor = oldest;
+		return -EOVERFLOW;
+	}
+	if (rx->cursor == bc->tail)
+		return bc_is_closed_locked(bc) ? -EPIPE : -EAGAIN;
+	memcpy(item, bc_slot(bc, rx->cursor), bc->item_size);
+	rx->cursor++;
+	if (bc->send_head && rx->cursor - 1 == bc->min)
+		bc_refill_from_senders(bc, b);
+	return 0;
+}
+
+static void subs_link(sb_broadcast *bc, sb_broadcast_receiver *rx)
+{
+	rx->prev = NULL;
+	rx->next = bc->subs;
+	if (bc->subs)
+		bc->subs->prev = rx;
+	bc->subs = rx;
+}
+
+static void subs_unlink(sb_broadcast *bc, sb_broadcast_receiver *rx)
+{
+	if (rx->prev)
+		rx->prev->next = rx->next;
+	else
+		bc->subs = rx->next;
+	if (rx->next)
+		rx->next->prev = rx->prev;
+	rx->next = rx->prev = NULL;
+}
+
+/* ------------------------------------------------------------- lifetime */
+
+/* What storage must be aligned to: the largest power of two dividing the item size, at most 16. */
+static size_t bc_alignment(size_t item_size)
+{
+	size_t a = item_size & (~item_size + 1);
+	return a > 16 ? 16 : a;
+}
+
+int sb_broadcast_init(sb_broadcast *bc, void *storage, size_t item_size, size_t capacity,
+		      int policy)
+{
+	if (item_size == 0 || capacity == 0)
+		return -EINVAL;
+	if (capacity > SIZE_MAX / item_size)
+		return -EOVERFLOW;
+	if (item_size > UINT32_MAX || capacity > SB_BROADCAST_MAX_CAPACITY)
+		return -EINVAL;
+	if (policy != SB_BROADCAST_LAGGING && policy != SB_BROADCAST_BACKPRESSURE)
+		return -EINVAL;
+	if (storage == NULL || (uintptr_t)storage % bc_alignment(item_size) != 0)
+		return -EINVAL;
+	*bc = (sb_broadcast)SB_BROADCAST_INIT(storage, (uint32_t)item_size, (uint32_t)capacity,
+					      policy);
+	return 0;
+}
+
+int sb_broadcast_destroy(sb_broadcast *bc)
+{
+	(void)sb_waitq_load(&bc->q); /* a destroyed broadcast trips its assertion */
+	if (bc->q.head || bc->send_head || bc->subs)
+		return -EBUSY;
+	sb_waitq_poison(&bc->q);
+	return 0;
+}
+
+void sb_broadcast_close(sb_broadcast *bc)
+{
+	/* acq_rel (sb_qlock_try_take with bits): CLOSED is read without the
+	 * lock (is_closed), so it is published by this CAS, not by the unlock. */
+	sb_waitq_lock(&bc->q, SB_BROADCAST_STATE_CLOSED);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	for (;;) {
+		bc_make_room(bc, &batch);
+		if (bc->send_head == NULL)
+			break;
+		bc_complete_sender(bc, bc->send_head, SB_WAITER_CLOSED, &batch);
+	}
+	/* Released, not failed: each receive drains what it has not read. */
+	bc_release_receivers(bc, &batch);
+	bc_unlock(bc);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+}
+
+bool sb_broadcast_is_closed(const sb_broadcast *bc)
+{
+	/* acquire: pairs with close()'s lock-taking CAS (acq_rel); whoever sees
+	 * the broadcast closed sees what the closer did before. */
+	return atomic_load_explicit((_Atomic size_t *)&bc->q.state, memory_order_acquire) &
+	       SB_BROADCAST_STATE_CLOSED;
+}
+
+size_t sb_broadcast_capacity(const sb_broadcast *bc)
+{
+	return bc->capacity; /* fixed at init */
+}
+
+size_t sb_broadcast_subscribers(const sb_broadcast *bc)
+{
+	sb_broadcast *b = (sb_broadcast *)bc; /* the lock only: nothing changes */
+	bc_lock(b);
+	size_t n = 0;
+	for (const sb_broadcast_receiver *r = b->subs; r; r = r->next)
+		n++;
+	bc_unlock(b);
+	return n;
+}
+
+int sb_broadcast_subscribe(sb_broadcast *bc, sb_broadcast_receiver *rx)
+{
+	if (rx->bc != NULL)
+		return -EINVAL;
+	if (bc_lock(bc) & SB_BROADCAST_STATE_CLOSED) {
+		bc_unlock(bc);
+		return -EPIPE;
+	}
+	rx->cursor = bc->tail; /* >= min: min stays a lower bound */
+	rx->missed = 0;
+	rx->waiting = 0;
+	subs_link(bc, rx);
+	rx->bc = bc;
+	bc_unlock(bc);
+	return 0;
+}
+
+int sb_broadcast_unsubscribe(sb_broadcast_receiver *rx)
+{
+	sb_broadcast *bc = rx->bc;
+	if (bc == NULL)
+		return -EINVAL;
+	if (rx->waiting)
+		return -EBUSY;
+	bc_lock(bc);
+	subs_unlink(bc, rx);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	if (bc->send_head && rx->cursor == bc->min)
+		bc_refill_from_senders(bc, &batch); /* it may have been the slowest */
+	bc_unlock(bc);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	rx->bc = NULL;
+	return 0;
+}
+
+uint64_t sb_broadcast_receiver_unread(const sb_broadcast_receiver *rx)
+{
+	sb_broadcast *bc = rx->bc;
+	if (bc == NULL)
+		return 0;
+	bc_lock(bc);
+	uint64_t n = bc->tail - rx->cursor;
+	bc_unlock(bc);
+	return n;
+}
+
+uint64_t sb_broadcast_receiver_missed(const sb_broadcast_receiver *rx)
+{
+	return rx->missed; /* written by the owner's own receives */
+}
+
+/* ------------------------------------------------------------ try_* */
+
+int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+{
+	if (item == NULL)
+		return -EINVAL;
+	if (bc_lock(bc) & SB_BROADCAST_STATE_CLOSED) {
+		bc_unlock(bc);
+		return -EPIPE;
+	}
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	int r = bc_send_locked(bc, item, &batch);
+	bc_unlock(bc);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	return r;
+}
+
+int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+{
+	if (item == NULL || rx->bc == NULL)
+		return -EINVAL;
+	sb_broadcast *bc = rx->bc;
+	bc_lock(bc);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	int r = bc_recv_locked(rx, item, &batch);
+	bc_unlock(bc);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	return r;
+}
+
+/* -------------------------------------------------------------- futures */
+
+/* The cancel of a future that is not waiting: idle, done, or never initialised. */
+static int bc_cancel_unqueued(int *status, const void *set_by_init)
+{
+	if (*status == SB_FUTURE_IDLE)
+		*status = -ECANCELED;
+	return sb_future_done_result(*status, set_by_init);
+}
+
+static int bc_send_first_poll(void *future, const sb_waker *w)
+{
+	sb_broadcast_send *f = future;
+	sb_broadcast *bc = f->bc;
+	if (f->item == NULL)
+		return -EINVAL;
+	sb_waker clone = SB_NO_WAKER;
+	for (;;) {
+		if (bc_lock(bc) & SB_BROADCAST_STATE_CLOSED) {
+			bc_unlock(bc);
+			sb_waker_drop_if(clone);
+			return -EPIPE;
+		}
+		sb_wake_batch batch;
+		sb_wake_batch_init(&batch);
+		if (bc_send_locked(bc, f->item, &batch) == 0) {
+			bc_unlock(bc);
+			sb_waitq_after_unlock(&batch, clone);
+			return 0;
+		}
+		/* Not sent: nothing was batched. */
+		if (clone.vtable) {
+			sb_waiters_push(&bc->send_head, &bc->send_tail, &f->waiter, BC_WAITING, clone);
+			bc_unlock(bc);
+			return SB_PENDING;
+		}
+		bc_unlock(bc);
+		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
+	}
+}
+
+/* A detached send's result: its item went into the ring, or close came first. */
+static inline int bc_send_settle(size_t final)
+{
+	return final == SB_WAITER_GRANTED ? 0 : -EPIPE;
+}
+
+static int bc_send_repoll(void *future, const sb_waker *w)
+{
+	sb_broadcast_send *f = future;
+	size_t r = sb_waitq_repoll(&f->bc->q, &f->waiter, w);
+	return sb_waiter_is_detached(r) ? bc_send_settle(r) : SB_PENDING;
+}
+
+int sb_broadcast_send_poll(sb_broadcast_send *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f->bc, f, w, bc_send_first_poll, bc_send_repoll);
+}
+
+int sb_broadcast_send_cancel(sb_broadcast_send *f)
+{
+	if (f->status != SB_PENDING)
+		return bc_cancel_unqueued(&f->status, f->bc);
+	sb_broadcast *bc = f->bc;
+	size_t r = sb_waiter_load(&f->waiter);
+	if (sb_waiter_is_detached(r))
+		return f->status = bc_send_settle(r);
+	bc_lock(bc);
+	r = sb_waiter_remaining_locked(&f->waiter);
+	sb_waker mine = SB_NO_WAKER;
+	if (!sb_waiter_is_detached(r))
+		mine = sb_waiters_unlink(&bc->send_head, &bc->send_tail, &f->waiter);
+	bc_unlock(bc);
+	sb_waker_drop_if(mine);
+	return f->status = sb_waiter_is_detached(r) ? bc_send_settle(r) : -ECANCELED;
+}
+
+/*
+ * A receive's attempt: reads rx's next item, or queues with a clone of `w`
+ * (made outside the lock) and returns SB_PENDING.
+ */
+static int bc_recv_attempt(sb_broadcast_recv *f, const sb_waker *w)
+{
+	sb_broadcast_receiver *rx = f->rx;
+	sb_broadcast *bc = rx->bc;
+	sb_waker clone = SB_NO_WAKER;
+	for (;;) {
+		bc_lock(bc);
+		sb_wake_batch batch;
+		sb_wake_batch_init(&batch);
+		int r = bc_recv_locked(rx, f->item, &batch);
+		if (r != -EAGAIN) {
+			bc_unlock(bc);
+			sb_waitq_after_unlock(&batch, clone);
+			rx->waiting = 0;
+			return r;
+		}
+		/* Nothing moved, so nothing was batched. */
+		if (clone.vtable) {
+			sb_waitq_push(&bc->q, &f->waiter, BC_WAITING, clone);
+			bc_unlock(bc);
+			rx->waiting = 1;
+			return SB_PENDING;
+		}
+		bc_unlock(bc);
+		clone = sb_waker_clone(w); /* outside the lock: it may re-enter */
+	}
+}
+
+static int bc_recv_first_poll(void *future, const sb_waker *w)
+{
+	sb_broadcast_recv *f = future;
+	if (f->item == NULL || f->rx == NULL || f->rx->bc == NULL)
+		return -EINVAL;
+	return bc_recv_attempt(f, w);
+}
+
+/* Still queued: SB_PENDING; released by a send or a close: read again. */
+static int bc_recv_repoll(void *future, const sb_waker *w)
+{
+	sb_broadcast_recv *f = future;
+	size_t r = sb_waitq_repoll(&f->rx->bc->q, &f->waiter, w);
+	if (!sb_waiter_is_detached(r))
+		return SB_PENDING;
+	/* The release's wake consumed the clone: this attempt clones anew. */
+	return bc_recv_attempt(f, w);
+}
+
+int sb_broadcast_recv_poll(sb_broadcast_recv *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f->rx, f, w, bc_recv_first_poll, bc_recv_repoll);
+}
+
+int sb_broadcast_recv_cancel(sb_broadcast_recv *f)
+{
+	if (f->status != SB_PENDING)
+		return bc_cancel_unqueued(&f->status, f->rx);
+	/* Queued or released: nothing was read either way (a release only
+	 * woke it), so the item stays the receiver's next. */
+	(void)sb_waitq_cancel(&f->rx->bc->q, &f->waiter);
+	f->rx->waiting = 0;
+	return f->status = -ECANCELED;
+}
+
+static void bc_send_cancel_op(sb_broadcast_send *f)
+{
+	(void)sb_broadcast_send_cancel(f);
+}
+
+static void bc_recv_cancel_op(sb_broadcast_recv *f)
+{
+	(void)sb_broadcast_recv_cancel(f);
+}
+
+SB_FUTURE_OPS(sb_broadcast_send_ops, sb_broadcast_send, sb_broadcast_send_poll,
+	      bc_send_cancel_op);
+SB_FUTURE_OPS(sb_broadcast_recv_ops, sb_broadcast_recv, sb_broadcast_recv_poll,
+	      bc_recv_cancel_op);
+
+/* ------------------------------------------------------------- blocking */
+
+int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t timeout_ns)
+{
+	int r = sb_broadcast_try_send(bc, item); /* skips the parker when it goes at once */
+	if (r != -EAGAIN)
+		return r;
+	sb_broadcast_send f;
+	sb_broadcast_send_init(&f, bc, item);
+	r = sb_park_block_on(&f, &sb_broadcast_send_ops, timeout_ns);
+	/* A wait that ran out of time reports a completion its cancel found
+	 * (f.status read after the wait). */
+	return r == -ETIMEDOUT && f.status == 0 ? 0 : r;
+}
+
+int sb_broadcast_recv_blocking(sb_broadcast_receiver *rx, void *item, uint64_t timeout_ns)
+{
+	int r = sb_broadcast_try_recv(rx, item); /* as in the send */
+	if (r != -EAGAIN)
+		return r;
+	sb_broadcast_recv f;
+	sb_broadcast_recv_init(&f, rx, item);
+	return sb_park_block_on(&f, &sb_broadcast_recv_ops, timeout_ns);
+}

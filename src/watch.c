@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <syncband/watch.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "park.h"
+#include "wait_future.h"
+
+/*
+ * One lock, one value, one version.  The lock is the queue lock of the
+ * state word (src/lock.h); it guards the value, the receivers' count and
+ * the queue of waiting changed futures.  The version lives in the word
+ * itself (bits SB_WATCH_VERSION_SHIFT and up), beside CLOSED, so that a
+ * changed check reads both in one acquire load and a waiter decides to
+ * queue from the word its lock-taking CAS saw.
+ *
+ * Every copy of the value, in or out, is made under the lock: that is what
+ * makes a read untorn for any size without racing the sender's plain
+ * stores (a sequence lock would need every byte copied with atomic loads
+ * and stores to be data-race free, and send_if's callback, which writes
+ * the storage with plain stores, could not run beside readers at all).  A
+ * reader holds the lock for its copy and nothing else; docs/design.md
+ * weighs it against a sequence lock and a double buffer.
+ *
+ * The version changes only under the lock: the inline send adds one in the
+ * CAS that releases the lock; the slow send and send_if add it with a
+ * release RMW before they wake anyone, so that it is visible before the
+ * broadcast (sb_waitq_release_all) may drop the lock between wake batches:
+ * a future that registers meanwhile sees the new version and completes
+ * instead of queueing for a send that has already happened.
+ *
+ * Changed futures queue only while the version equals their receiver's
+ * seen one and the watch is open (decided under the lock), so every queued
+ * future is owed the next send, which releases them all GRANTED; close
+ * releases them CLOSED (-EPIPE: they had read the last value).
+ */
+
+/* A queued changed future's `remaining`: one notification owed. */
+#define WATCH_WAITING 1
+
+static inline size_t watch_version(size_t state)
+{
+	return state >> SB_WATCH_VERSION_SHIFT;
+}
+
+void sb_watch_unlock_slow(sb_watch *w, size_t add)
+{
+	sb_waitq_unlock_update(&w->q, 0, add);
+}
+
+/* Under the lock: a new version, published before anyone is woken. */
+static void watch_bump_locked(sb_watch *w)
+{
+	/* release: a changed check that sees the new version (acquire) sees
+	 * what the sender wrote before sending.  The lock holder may change
+	 * its bits with an RMW: other CASes on a held word only set PARKED,
+	 * and retry. */
+	atomic_fetch_add_explicit(&w->q.state, SB_WATCH_VERSION_ONE, memory_order_release);
+}
+
+/*
+ * Under the lock: after a new version, releases every waiting future
+ * GRANTED (it may drop and re-take the lock between batches), unlocks and
+ * wakes them.
+ */
+static void watch_notify_and_unlock(sb_watch *w)
+{
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	if (!sb_waitq_is_empty(&w->q))
+		sb_waitq_release_all(&w->q, SB_WAITER_GRANTED, &batch);
+	sb_waitq_unlock(&w->q);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+}
+
+/* ------------------------------------------------------------- lifetime */
+
+int sb_watch_init(sb_watch *w, void *storage, size_t size)
+{
+	if (storage == NULL || size == 0)
+		return -EINVAL;
+	if (size > PTRDIFF_MAX)
+		return -EOVERFLOW;
+	*w = (sb_watch)SB_WATCH_INIT(storage, size);
+	return 0;
+}
+
+int sb_watch_destroy(sb_watch *w)
+{
+	size_t state = sb_waitq_load(&w->q); /* a destroyed watch trips its assertion */
+	if (w->receivers > 0 || sb_waitq_may_have_waiters(state))
+		return -EBUSY;
+	sb_waitq_poison(&w->q);
+	return 0;
+}
+
+void sb_watch_close(sb_watch *w)
+{
+	/* acq_rel (sb_qlock_try_take with bits): CLOSED is read without the
+	 * lock, so it is published by this CAS, not by the unlock. */
+	sb_waitq_lock(&w->q, SB_WATCH_STATE_CLOSED);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	if (!sb_waitq_is_empty(&w->q))
+		sb_waitq_release_all(&w->q, SB_WAITER_CLOSED, &batch);
+	sb_waitq_unlock(&w->q);
+	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+}
+
+bool sb_watch_is_closed(const sb_watch *w)
+{
+	/* acquire: pairs with close()'s lock-taking CAS (acq_rel). */
+	return sb__state_load_acquire(&w->q) & SB_WATCH_STATE_CLOSED;
+}
+
+size_t sb_watch_version(const sb_watch *w)
+{
+	/* acquire: pairs with the release that published the version; whoever
+	 * sees it sees what that send wrote before. */
+	return watch_version(sb__state_load_acquire(&w->q));
+}
+
+/* --------------------------------------------------------------- sending */
+
+int sb_watch_send_slow(sb_watch *w, const void *value)
+{
+	if (value == NULL)
+		return -EINVAL;
+	if (sb_waitq_lock(&w->q, 0) & SB_WATCH_STATE_CLOSED) {
+		sb_waitq_unlock(&w->q);
+		return -EPIPE;
+	}
+	memcpy(w->value, value, w->size);
+	watch_bump_locked(w);
+	watch_notify_and_unlock(w);
+	return 0;
+}
+
+int sb_watch_send_if(sb_watch *w, sb_watch_modify_fn modify, void *arg)
+{
+	if (modify == NULL)
+		return -EINVAL;
+	if (sb_waitq_lock(&w->q, 0) & SB_WATCH_STATE_CLOSED) {
+		sb_waitq_unlock(&w->q);
+		return -EPIPE;
+	}
+	if (!modify(w->value, arg)) {
+		sb_waitq_unlock(&w->q);
+		return 0;
+	}
+	watch_bump_locked(w);
+	watch_notify_and_unlock(w);
+	return 1;
+}
+
+/* ------------------------------------------------------------- receivers */
+
+int sb_watch_subscribe(sb_watch *w, sb_watch_receiver *rx)
+{
+	if (w == NULL || rx == NULL)
+		return -EINVAL;
+	size_t state = sb_waitq_lock(&w->q, 0);
+	w->receivers++;
+	sb_waitq_unlock(&w->q);
+	rx->watch = w;
+	rx->seen = watch_version(state);
+	rx->pending = 0;
+	return 0;
+}
+
+int sb_watch_unsubscribe(sb_watch_receiver *rx)
+{
+	sb_watch *w = rx->watch;
+	if (w == NULL)
+		return -EINVAL;
+	if (rx->pending > 0)
+		return -EBUSY;
+	sb_waitq_lock(&w->q, 0);
+	assert(w->receivers > 0);
+	w->receivers--;
+	sb_waitq_unlock(&w->q);
+	rx->watch = NULL;
+	return 0;
+}
+
+size_t sb_watch_seen(const sb_watch_receiver *rx)
+{
+	return rx->seen;
+}
+
+int sb_watch_read_slow(sb_watch_receiver *rx, void *out)
+{
+	sb_watch *w = rx->watch;
+	if (w == NULL || out == NULL)
+		return -EINVAL;
+	size_t state = sb_waitq_lock(&w->q, 0); /* the version is stable while held */
+	memcpy(out, w->value, w->size);
+	rx->seen = watch_version(state);
+	sb_waitq_unlock(&w->q);
+	return 0;
+}
+
+/* --------------------------------------------------------------- futures */
+
+/* Done (changed, closed), or queued with a clone of `waker`. */
+static int watch_changed_first_poll(void *future, const sb_waker *waker)
+{
+	sb_watch_changed *f = future;
+	sb_watch_receiver *rx = f->rx;
+	if (rx == NULL || rx->watch == NULL)
+		return -EINVAL;
+	sb_watch *w = rx->watch;
+	/* acquire: as try_changed. */
+	int r = sb__watch_changed(sb__state_load_acquire(&w->q), rx->seen);
+	if (r != -EAGAIN)
+		return r;
+	sb_waker clone = sb_waker_clone(waker); /* before the lock: it may re-enter */
+	/* acquire (the lock CAS): a version or CLOSED seen here comes with
+	 * what its sender or closer published. */
+	r = sb__watch_changed(sb_waitq_lock(&w->q, 0), rx->seen);
+	if (r != -EAGAIN) {
+		sb_waitq_unlock(&w->q);
+		sb_waker_drop(clone);
+		return r;
+	}
+	sb_waitq_push_and_unlock(&w->q, &f->waiter, WATCH_WAITING, clone);
+	rx->pending++;
+	return SB_PENDING;
+}
+
+static int watch_changed_repoll(void *future, const sb_waker *waker)
+{
+	sb_watch_changed *f = future;
+	size_t r = sb_waitq_repoll(&f->rx->watch->q, &f->waiter, waker);
+	if (!sb_waiter_is_detached(r))
+		return SB_PENDING;
+	f->rx->pending--;
+	return r == SB_WAITER_GRANTED ? 0 : -EPIPE;
+}
+
+int sb_watch_changed_poll_slow(sb_watch_changed *f, const sb_waker *w)
+{
+	return sb_wait_future_poll(&f->status, f->rx, f, w, watch_changed_first_poll,
+				   watch_changed_repoll);
+}
+
+void sb_watch_changed_cancel(sb_watch_changed *f)
+{
+	if (!sb_future_begin_cancel(&f->status))
+		return;
+	/* Nothing to pass on: a change it was told of is still there to see. */
+	(void)sb_waitq_cancel(&f->rx->watch->q, &f->waiter);
+	f->rx->pending--;
+}
+
+SB_FUTURE_OPS(sb_watch_changed_ops, sb_watch_changed, sb_watch_changed_poll,
+	      sb_watch_changed_cancel);
+
+int sb_watch_changed_blocking(sb_watch_receiver *rx, uint64_t timeout_ns)
+{
+	/* The future's first poll would decide the same way; this skips the
+	 * parker when the answer is there at once. */
+	int r = sb_watch_try_changed(rx);
+	if (r != -EAGAIN)
+		return r;
+	sb_watch_changed f;
+	sb_watch_changed_init(&f, rx);
+	return sb_park_block_on(&f, &sb_watch_changed_ops, timeout_ns);
+}

@@ -164,14 +164,15 @@ static inline int sb_uv_spawn(sb_uv *u, sb_loop_task *t)
  * doorbell is closed and on_closed runs.  Does not cancel tasks: make them
  * finish (and close their timers).  Any thread, but once, or only while `u`
  * is sure to be alive (a second call may find on_closed already ran).
- * Returns 0, or -EALREADY when a close was already under way.
+ * Returns 0, -EALREADY when a close was already under way, or -EINVAL when
+ * `u` was never initialised.
  */
 static inline int sb_uv_close(sb_uv *u)
 {
 	/* A spawn of our closer: it rings a doorbell that stays open until the
 	 * closer is released, after the close it performs. */
 	int rc = sb_loop_spawn(&u->loop, &u->closer);
-	return rc == 0 ? 0 : -EALREADY;
+	return rc == -EBUSY || rc == -ESHUTDOWN ? -EALREADY : rc;
 }
 
 /* --- deadline timers ------------------------------------------------------ */

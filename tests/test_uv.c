@@ -249,6 +249,14 @@ static void a_timer_refuses_a_task_that_holds_no_reference(void **state)
 	assert_int_equal(uv_loop_close(&uvl), 0); /* no timer handle was left */
 }
 
+static void a_close_of_an_adapter_never_initialised_is_einval(void **state)
+{
+	(void)state;
+	sb_uv u;
+	memset(&u, 0, sizeof u);
+	assert_int_equal(sb_uv_close(&u), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +266,7 @@ int main(void)
 		cmocka_unit_test(a_close_from_another_thread_ends_the_run),
 		cmocka_unit_test(a_deadline_timer_times_out_and_its_task_outlives_the_handle),
 		cmocka_unit_test(a_timer_refuses_a_task_that_holds_no_reference),
+		cmocka_unit_test(a_close_of_an_adapter_never_initialised_is_einval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

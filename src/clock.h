@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The clock of the time rules inside the primitives (the mutex's fairness
- * bound).  Tests and the model build install their own clock, so that such a
- * rule is tested by moving time forward by hand instead of sleeping.  Timeouts
- * and executor timers read the public sb_now_ns (syncband/blocking.h), which
- * no test replaces.
+ * bound) and of the thread driver's timers (src/driver.c).  Tests and the
+ * model build install their own clock, so that such a rule is tested by
+ * moving time forward by hand instead of sleeping.  Timeouts and executor
+ * timers read the public sb_now_ns (syncband/blocking.h), which no test
+ * replaces.
  */
 #ifndef SYNCBAND_SRC_CLOCK_H
 #define SYNCBAND_SRC_CLOCK_H

@@ -616,6 +616,61 @@ static void a_thread_parked_and_woken_allocates_nothing(void **state)
 	sb_watchdog_stop(&wd);
 }
 
+/* A task that waits on a semaphore under a deadline timer of the driver. */
+typedef struct driven {
+	sb_loop_task task;
+	sb_driver *d;
+	sb_semaphore sem;
+	sb_semaphore_acquire acquire;
+	sb_deadline deadline;
+	sb_driver_timer timer, spare;
+	bool started;
+	int result;
+} driven;
+
+static void never_called(sb_driver_timer *tm)
+{
+	(void)tm;
+	abort();
+}
+
+static int driven_poll(sb_loop_task *t, const sb_waker *w)
+{
+	driven *x = SB_CONTAINER_OF(t, driven, task);
+	if (!x->started) {
+		x->started = true;
+		sb_semaphore_acquire_init(&x->acquire, &x->sem, 1);
+		sb_deadline_init(&x->deadline, &x->acquire, &sb_semaphore_acquire_ops);
+		sb_driver_timer_init(&x->timer, &x->deadline, t);
+		sb_driver_timer_init_callback(&x->spare, never_called);
+		if (sb_driver_timer_start(x->d, &x->timer, 1) != 0 ||
+		    sb_driver_timer_start(x->d, &x->spare, SB_NSEC_PER_SEC) != 0 ||
+		    !sb_driver_timer_stop(&x->spare))
+			abort();
+	}
+	int r = sb_deadline_poll(&x->deadline, w);
+	if (r == SB_PENDING)
+		return SB_PENDING;
+	x->result = r;
+	sb_driver_close(x->d);
+	return r;
+}
+
+static void every_driver_path_allocates_nothing(void **state)
+{
+	(void)state;
+	long before = atomic_load(&allocations);
+	sb_driver d;
+	sb_driver_init(&d);
+	driven x = { .d = &d, .sem = SB_SEMAPHORE_INIT(0) };
+	sb_loop_task_init(&x.task, driven_poll, NULL);
+	assert_int_equal(sb_driver_spawn(&d, &x.task), 0);
+	assert_int_equal(sb_driver_run(&d), 0);
+	assert_int_equal(x.result, -ETIMEDOUT);
+	assert_int_equal(sb_driver_spawn(&d, &x.task), -ESHUTDOWN);
+	assert_int_equal(atomic_load(&allocations) - before, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +686,7 @@ int main(void)
 		cmocka_unit_test(every_watch_path_allocates_nothing),
 		cmocka_unit_test(every_select_path_allocates_nothing),
 		cmocka_unit_test(a_thread_parked_and_woken_allocates_nothing),
+		cmocka_unit_test(every_driver_path_allocates_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

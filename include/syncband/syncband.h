@@ -20,5 +20,6 @@
 #include <syncband/select.h>
 #include <syncband/deadline.h>
 #include <syncband/loop.h>
+#include <syncband/driver.h>
 
 #endif

@@ -33,15 +33,27 @@ done
 
 for h in "$inc"/syncband/*.h; do
 	name=$(basename "$h")
+	# uv.h, the libuv adapter, only where libuv is installed; as C11 with
+	# the POSIX types that libuv's own header needs and -std=c11 hides.
+	extra=""
+	cextra=""
+	if [ "$name" = uv.h ]; then
+		if ! pkg-config --exists libuv 2>/dev/null; then
+			echo "libuv not found (pkg-config): syncband/uv.h is not compiled"
+			continue
+		fi
+		extra=$(pkg-config --cflags libuv)
+		cextra="-D_POSIX_C_SOURCE=200809L"
+	fi
 	printf '#include <syncband/%s>\n' "$name" >"$work/$name.c"
 	cp "$work/$name.c" "$work/$name.cpp"
 	for cc in gcc clang; do
-		compile $cc -std=c11 $strict -fsyntax-only -I"$inc" "$work/$name.c"
+		compile $cc -std=c11 $strict $cextra $extra -fsyntax-only -I"$inc" "$work/$name.c"
 	done
 	for cxx in g++ clang++; do
 		for std in 11 14 17 20; do
-			compile $cxx -std=c++$std $strict -Wold-style-cast -fsyntax-only -I"$inc" \
-				"$work/$name.cpp"
+			compile $cxx -std=c++$std $strict -Wold-style-cast $extra -fsyntax-only \
+				-I"$inc" "$work/$name.cpp"
 		done
 	done
 done

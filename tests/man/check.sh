@@ -122,8 +122,16 @@ while read -r page; do
 	}
 	/^\.Vt / { v = substr($0, 5); sub(/ ;$/, ";", v); print v; next }
 	' "$page" >"$c"
+	# The libuv adapter's page: libuv's header needs the POSIX types that
+	# -std=c11 hides, and libuv itself (skipped where it is not installed).
+	extra=""
+	if grep -q '^\.In syncband/uv\.h' "$page"; then
+		pkg-config --exists libuv 2>/dev/null || continue
+		extra="-D_POSIX_C_SOURCE=200809L $(pkg-config --cflags libuv)"
+	fi
+	# shellcheck disable=SC2086
 	if grep -q . "$c" &&
-		! "$cc" -std=c11 -Wall -Werror -fsyntax-only -I"$src/include" "$c" >"$c.log" 2>&1; then
+		! "$cc" -std=c11 $extra -Wall -Werror -fsyntax-only -I"$src/include" "$c" >"$c.log" 2>&1; then
 		fail "${page#"$src"/}: its SYNOPSIS does not match the headers:"
 		sed 's/^/    /' "$c.log"
 	fi

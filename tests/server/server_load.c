@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Loads examples/epoll_http_server on 127.0.0.1 and checks its invariants:
- * every request is answered (200, the right body), no answer reports more
- * requests in flight than the server has permits, and the server, told to
- * quit, reports as many requests served as were sent and a peak within the
- * permits.
+ * Loads one of the example HTTP servers (examples/http_server.h) on
+ * 127.0.0.1 and checks its invariants: every request is answered (200, the
+ * right body), no answer reports more requests in flight than the server has
+ * permits, and the server, told to quit, reports as many requests served as
+ * were sent, a peak within the permits, and every task it spawned released.
  *
- *   server_load SERVER PERMITS CLIENTS REQUESTS_PER_CLIENT
+ * With --quit-under-load, /quit is sent once half the requests were
+ * answered, while the clients go on: every request must then be answered or
+ * refused cleanly (a 503, or a connection refused or reset before any byte
+ * of an answer), the server must have served exactly the answered ones (and
+ * the quit), and it must exit cleanly (no task, and for libuv no handle,
+ * left).  Clients stop at their first refusal.
+ *
+ *   server_load [--quit-under-load] SERVER PERMITS CLIENTS REQUESTS_PER_CLIENT
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,6 +23,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +36,22 @@
 static int port, permits, requests;
 static atomic_long answered, bad, peak_seen;
 
-/* One request on its own connection: 0, or -1 with a message. */
-static int request(const char *path, char *body, size_t body_size, int *in_flight)
+enum outcome { ANSWERED, REFUSED, BAD };
+
+static bool quit_under_load;
+static long quit_after;            /* answers before /quit is sent */
+static atomic_long refused;
+static pthread_mutex_t quit_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t quit_cv = PTHREAD_COND_INITIALIZER;
+
+/* A refusal: the connection failed, or was reset or closed before a byte. */
+static bool is_refusal(int err)
+{
+	return err == ECONNREFUSED || err == ECONNRESET || err == EPIPE;
+}
+
+/* One request on its own connection; the body and X-In-Flight of a 200. */
+static enum outcome request(const char *path, char *body, size_t body_size, int *in_flight)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct timeval tv = { 60, 0 }; /* a hung server fails the test, not the clock */
@@ -37,40 +59,53 @@ static int request(const char *path, char *body, size_t body_size, int *in_fligh
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		if (quit_under_load && is_refusal(err))
+			return REFUSED;
 		perror("connect");
-		return -1;
+		return BAD;
 	}
 	char req[128];
 	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 					 "Connection: close\r\n\r\n", path);
 	if (write(fd, req, (size_t)n) != n) {
-		perror("write");
+		int err = errno;
 		close(fd);
-		return -1;
+		if (quit_under_load && is_refusal(err))
+			return REFUSED;
+		perror("write");
+		return BAD;
 	}
 	char resp[1024];
 	size_t len = 0;
 	for (;;) {
 		ssize_t r = read(fd, resp + len, sizeof resp - 1 - len);
 		if (r < 0) {
-			perror("read");
+			int err = errno;
 			close(fd);
-			return -1;
+			if (quit_under_load && len == 0 && is_refusal(err))
+				return REFUSED;
+			perror("read");
+			return BAD;
 		}
 		if (r == 0 || (len += (size_t)r) == sizeof resp - 1)
 			break;
 	}
 	close(fd);
 	resp[len] = '\0';
+	if (quit_under_load && (len == 0 || strncmp(resp, "HTTP/1.1 503 ", 13) == 0))
+		return REFUSED;
 	const char *hdr = strstr(resp, "\r\nX-In-Flight: ");
 	const char *end = strstr(resp, "\r\n\r\n");
 	if (strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) != 0 || !hdr || !end) {
 		fprintf(stderr, "bad answer: %s\n", resp);
-		return -1;
+		return BAD;
 	}
 	*in_flight = atoi(hdr + 15);
 	snprintf(body, body_size, "%s", end + 4);
-	return 0;
+	return ANSWERED;
 }
 
 static void *client(void *arg)
@@ -78,13 +113,21 @@ static void *client(void *arg)
 	(void)arg;
 	for (int i = 0; i < requests; i++) {
 		char body[64];
-		int k;
-		if (request("/", body, sizeof body, &k) != 0 || strcmp(body, "hello\n") != 0 ||
-		    k < 1 || k > permits) {
+		int k = 0;
+		enum outcome o = request("/", body, sizeof body, &k);
+		if (o == REFUSED) {
+			atomic_fetch_add(&refused, 1);
+			break; /* the server is going away */
+		}
+		if (o != ANSWERED || strcmp(body, "hello\n") != 0 || k < 1 || k > permits) {
 			atomic_fetch_add(&bad, 1);
 			continue;
 		}
-		atomic_fetch_add(&answered, 1);
+		if (atomic_fetch_add(&answered, 1) + 1 == quit_after) {
+			pthread_mutex_lock(&quit_mu);
+			pthread_cond_signal(&quit_cv);
+			pthread_mutex_unlock(&quit_mu);
+		}
 		long seen = atomic_load(&peak_seen);
 		while (k > seen && !atomic_compare_exchange_weak(&peak_seen, &seen, k)) {
 		}
@@ -94,13 +137,21 @@ static void *client(void *arg)
 
 int main(int argc, char **argv)
 {
+	if (argc == 6 && strcmp(argv[1], "--quit-under-load") == 0) {
+		quit_under_load = true;
+		argv++;
+		argc--;
+	}
 	if (argc != 5) {
-		fprintf(stderr, "usage: %s SERVER PERMITS CLIENTS REQUESTS_PER_CLIENT\n", argv[0]);
+		fprintf(stderr, "usage: %s [--quit-under-load] SERVER PERMITS CLIENTS "
+				"REQUESTS_PER_CLIENT\n", argv[0]);
 		return 2;
 	}
 	permits = atoi(argv[2]);
 	int clients = atoi(argv[3]);
 	requests = atoi(argv[4]);
+	long sent = (long)clients * requests;
+	quit_after = quit_under_load ? sent / 2 : -1;
 	signal(SIGPIPE, SIG_IGN);
 
 	int out[2];
@@ -128,29 +179,49 @@ int main(int argc, char **argv)
 	pthread_t *th = calloc((size_t)clients, sizeof *th);
 	for (int i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client, NULL);
-	for (int i = 0; i < clients; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	if (quit_under_load) {
+		/* Until half the requests were answered: a state, not a time. */
+		pthread_mutex_lock(&quit_mu);
+		while (atomic_load(&answered) < quit_after && atomic_load(&bad) == 0)
+			pthread_cond_wait(&quit_cv, &quit_mu);
+		pthread_mutex_unlock(&quit_mu);
+	} else {
+		for (int i = 0; i < clients; i++)
+			pthread_join(th[i], NULL);
+	}
 
 	char body[64];
 	int k;
-	int quit_ok = request("/quit", body, sizeof body, &k) == 0 && strcmp(body, "bye\n") == 0;
-	long served = -1;
+	int quit_ok = request("/quit", body, sizeof body, &k) == ANSWERED &&
+		      strcmp(body, "bye\n") == 0;
+	if (quit_under_load)
+		for (int i = 0; i < clients; i++)
+			pthread_join(th[i], NULL);
+	free(th);
+	long served = -1, server_refused = -1, spawned = -1, released = -2;
 	int max_in_flight = -1, server_permits = -1;
 	while (fgets(line, sizeof line, server_out))
-		sscanf(line, "served=%ld max_in_flight=%d permits=%d", &served, &max_in_flight,
-		       &server_permits);
+		sscanf(line, "served=%ld refused=%ld max_in_flight=%d permits=%d spawned=%ld "
+			     "released=%ld",
+		       &served, &server_refused, &max_in_flight, &server_permits, &spawned,
+		       &released);
 	int status;
 	waitpid(pid, &status, 0);
 
-	long sent = (long)clients * requests;
-	printf("%ld requests from %d clients: %ld answered, %ld bad; peak in flight %ld "
-	       "(server: served=%ld max_in_flight=%d) with %d permits\n",
-	       sent, clients, atomic_load(&answered), atomic_load(&bad), atomic_load(&peak_seen),
-	       served, max_in_flight, permits);
-	int ok = quit_ok && atomic_load(&answered) == sent && atomic_load(&bad) == 0 &&
-		 served == sent + 1 && max_in_flight >= 1 && max_in_flight <= permits &&
-		 server_permits == permits && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	long got = atomic_load(&answered);
+	printf("%ld requests from %d clients: %ld answered, %ld refused, %ld bad; peak in flight "
+	       "%ld (server: served=%ld refused=%ld max_in_flight=%d spawned=%ld released=%ld) "
+	       "with %d permits\n",
+	       sent, clients, got, atomic_load(&refused), atomic_load(&bad),
+	       atomic_load(&peak_seen), served, server_refused, max_in_flight, spawned, released,
+	       permits);
+	/* Every request answered, or (quitting under load) answered or refused,
+	 * and the server served exactly the answered ones and the quit. */
+	bool all_accounted = quit_under_load ? got >= quit_after && atomic_load(&refused) >= 1
+					     : got == sent;
+	int ok = quit_ok && all_accounted && atomic_load(&bad) == 0 && served == got + 1 &&
+		 max_in_flight >= 1 && max_in_flight <= permits && server_permits == permits &&
+		 spawned == released && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!ok)
 		fprintf(stderr, "FAILED (server exit status %d)\n",
 			WIFEXITED(status) ? WEXITSTATUS(status) : -1);

@@ -398,6 +398,33 @@ static void sem11_check(void *p)
 }
 
 /*
+ * try_acquire of the semaphore's last permit whose inline CAS fails
+ * spuriously (C11 lets a weak CAS), racing a release: its out-of-line retry
+ * finds at least the permit it asks for, exactly that many unless the
+ * release came first, and must take it.  Nothing else takes permits, so it
+ * never fails.
+ */
+static void sem12_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_init(&c->sem, 1);
+	sb_model_allow_spurious_failures(1);
+}
+static void sem12_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1);
+}
+static void sem12_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(c->r[1] == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 1);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
  * sb_future_wait_blocking on a future of the caller's own: its first poll
  * hands a clone of the parker's waker to another thread, which writes a
  * payload and wakes it; the poll that wake causes reads the payload.  Only
@@ -1834,6 +1861,8 @@ static const sb_model_scenario scenarios[] = {
 	  { sem2_t1, sem9_t1 }, sem9_check },
 	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
 	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check },
+	{ "semaphore: try_acquire of the last permit whose inline CAS fails spuriously racing release",
+	  2, sizeof(sem_ctx), sem12_setup, { sem2_t1, sem12_t1 }, sem12_check },
 	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
 	  { mtx1_t0, mtx1_t1 }, mtx1_check },
 	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,

@@ -69,11 +69,16 @@ LAYERS = {
 # Every explorer program's cmocka tests, cheapest and likeliest first: the
 # SC exhaustive search, the atomic-count tests (a name with "read_modify" or
 # "cost"), the weak model's bounded search, the random schedules.
-# Unit programs that take long unmutated (test_barrier: 14 s here): a multiple of --unit-timeout.
-UNIT_SLOW = {"test_barrier": 3, "test_mutex": 2, "test_condvar": 2}
 MODEL_STAGES = ["*four_preemptions", "*read_modify*", "*cost_one_atomic*",
                 "*weak_model_with_bounded_stale_reads", "*random_schedules",
                 "*random_schedules_under_the_weak_model"]
+
+# Unit programs that take long unmutated (test_barrier: 14 s here): a multiple of --unit-timeout.
+UNIT_SLOW = {"test_barrier": 3, "test_mutex": 2, "test_condvar": 2}
+# A mutated unit program counts as hung only past this many times its
+# unmutated run in the baseline (on a loaded machine test_mutex took 90 s).
+UNIT_SLACK = 3
+UNIT_TIMEOUT = {}  # program -> seconds, from the baseline
 
 T, N = "\t", "\n"
 # (id, file, snippet (exactly once in the file), replacement, description)
@@ -493,6 +498,11 @@ def run(cmd, log, cwd=None, env=None, timeout=None, check=False):
     return rc, out
 
 
+
+def unit_timeout(program, args):
+    """How long a unit program may run before it counts as hung."""
+    return max(args.unit_timeout * UNIT_SLOW.get(program, 1), UNIT_TIMEOUT.get(program, 0))
+
 FAILED = re.compile(r"^\[  (?:FAILED|ERROR) *\] (\w+)", re.M)
 RUNNING = re.compile(r"^\[ RUN +\] (\w+)", re.M)
 MODEL_FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
@@ -588,7 +598,7 @@ def run_mutant(tree, mutant, args):
         for program in units:
             rc, out = run([os.path.join(tree.build, "tests", program)], tree.log,
                           cwd=os.path.join(tree.build, "tests"),
-                          timeout=args.unit_timeout * UNIT_SLOW.get(program, 1))
+                          timeout=unit_timeout(program, args))
             v = unit_verdict(program, rc, out)
             if v:
                 return v
@@ -686,10 +696,14 @@ def main():
         for name in files:
             units, models, fuzz = LAYERS[name]
             for program in units:
+                t0 = time.time()
                 rc, out = run([os.path.join(tree.build, "tests", program)], tree.log,
-                              cwd=os.path.join(tree.build, "tests"), timeout=args.unit_timeout)
+                              cwd=os.path.join(tree.build, "tests"),
+                              timeout=10 * unit_timeout(program, args))
                 if rc != 0:
                     sys.exit("unmutated %s fails:\n%s" % (program, out[-3000:]))
+                UNIT_TIMEOUT[program] = UNIT_SLACK * (time.time() - t0)
+                print("unmutated %s: %.0f s" % (program, time.time() - t0), file=sys.stderr)
             for program, scenario in models:
                 env = dict(os.environ)
                 if scenario:

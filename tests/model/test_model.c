@@ -398,6 +398,73 @@ static void sem11_check(void *p)
 }
 
 /*
+ * try_acquire of the semaphore's last permit whose inline CAS fails
+ * spuriously (C11 lets a weak CAS), racing a release: its out-of-line retry
+ * finds at least the permit it asks for, exactly that many unless the
+ * release came first, and must take it.  Nothing else takes permits, so it
+ * never fails.
+ */
+static void sem12_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	sb_semaphore_init(&c->sem, 1);
+	sb_model_allow_spurious_failures(1);
+}
+static void sem12_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1);
+}
+static void sem12_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(c->r[1] == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 1);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
+ * The cancel of a full grant nobody observed hands back the maximum while
+ * the counter already holds twice the maximum (earlier grants returned):
+ * the counter saturates at 2 * max + 1 (semaphore.h).  Racing close, the
+ * cancel may find close holding the queue lock and return the permits
+ * under the lock, to an empty queue: the same saturation applies there.
+ */
+static void sem13_setup(void *p)
+{
+	sem_ctx *c = p;
+	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
+	sem_setup_empty(p);
+	for (int i = 0; i < 2; i++) {
+		sb_semaphore_acquire_init(&c->f[i], &c->sem, max);
+		MODEL_CHECK(poll_sem(&c->f[i], &c->w[i]) == SB_PENDING);
+	}
+	for (int i = 0; i < 3; i++) /* both granted, then max in the counter */
+		MODEL_CHECK(sb_semaphore_release(&c->sem, max) == 0);
+	sb_semaphore_acquire_cancel(&c->f[0]);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 2 * max);
+}
+static void sem13_t0(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_close(&c->sem);
+}
+static void sem13_t1(void *p)
+{
+	sem_ctx *c = p;
+	sb_semaphore_acquire_cancel(&c->f[1]);
+}
+static void sem13_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(sb_semaphore_is_closed(&c->sem));
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 2 * (size_t)SB_SEMAPHORE_MAX_PERMITS + 1);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
  * sb_future_wait_blocking on a future of the caller's own: its first poll
  * hands a clone of the parker's waker to another thread, which writes a
  * payload and wakes it; the poll that wake causes reads the payload.  Only
@@ -1834,6 +1901,10 @@ static const sb_model_scenario scenarios[] = {
 	  { sem2_t1, sem9_t1 }, sem9_check },
 	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
 	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check },
+	{ "semaphore: a returned grant that saturates the counter racing close", 2, sizeof(sem_ctx),
+	  sem13_setup, { sem13_t0, sem13_t1 }, sem13_check },
+	{ "semaphore: try_acquire of the last permit whose inline CAS fails spuriously racing release",
+	  2, sizeof(sem_ctx), sem12_setup, { sem2_t1, sem12_t1 }, sem12_check },
 	{ "mutex: unlock racing the first waiter", 2, sizeof(mutex_ctx), mutex_setup_locked,
 	  { mtx1_t0, mtx1_t1 }, mtx1_check },
 	{ "mutex: cancel of the head racing the handoff", 2, sizeof(mutex_ctx), mtx2_setup,

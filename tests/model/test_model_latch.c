@@ -45,6 +45,7 @@ typedef struct latch_ctx {
 	int payload[2]; /* each counter's */
 	int add_result;
 	int down_result;
+	long down_rmws; /* the read-modify-writes of t0's count_down */
 } latch_ctx;
 
 static int poll_wait(sb_latch_wait *f, counting_waker *c)
@@ -193,6 +194,36 @@ static void two_check(void *p)
 	expect_released(c, 0);
 	MODEL_CHECK(atomic_load(&c->w[1].wakes) == (c->r[1] == SB_PENDING));
 	MODEL_CHECK(poll_wait(&c->f[1], &c->w[1]) == 0);
+	expect_clean(c);
+}
+
+/*
+ * Nobody waits, and the count_down's inline CAS to zero fails spuriously (as
+ * C11 lets a weak CAS): its out-of-line retry must still take the count to
+ * zero with one CAS and no queue lock, as the inline path would have (the
+ * lock is for waits queued or registering).  t1 only loads, so every
+ * read-modify-write counted around the count_down is its own: the failed
+ * inline CAS, if it failed, and the retry's.
+ */
+static void spurious_setup(void *p)
+{
+	setup_latch(p, 1, 0);
+	sb_model_allow_spurious_failures(1);
+}
+static void spurious_t0(void *p)
+{
+	latch_ctx *c = p;
+	publish(&c->payload[0]);
+	long before = sb_model_rmws();
+	c->down_result = sb_latch_count_down(&c->l, 1);
+	c->down_rmws = sb_model_rmws() - before;
+}
+static void spurious_check(void *p)
+{
+	latch_ctx *c = p;
+	MODEL_CHECK(c->down_result == 0);
+	MODEL_CHECK(c->down_rmws == 1 || c->down_rmws == 2);
+	MODEL_CHECK(sb_latch_count(&c->l) == 0);
 	expect_clean(c);
 }
 
@@ -364,6 +395,8 @@ static const sb_model_scenario scenarios[] = {
 	  sizeof(latch_ctx), cd1_setup, { cd1_t0, cd1_t1, cd1_t2 }, cd1_check },
 	{ "latch: lock-free count_down to zero racing a new wait and try_wait", 3,
 	  sizeof(latch_ctx), cd2_setup, { cd1_t0, cd1_t1, cd1_t2 }, cd2_check },
+	{ "latch: a count_down to zero whose inline CAS fails spuriously, racing try_wait, takes no lock",
+	  2, sizeof(latch_ctx), spurious_setup, { spurious_t0, cd1_t2 }, spurious_check },
 	{ "latch: two count_downs racing to zero with a waiter", 3, sizeof(latch_ctx),
 	  two_setup, { cd1_t0, two_t1, two_t2 }, two_check },
 	{ "latch: add and count_down racing another count_down and a new wait", 3,

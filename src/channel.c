@@ -630,11 +630,23 @@ static int ch_recv_repoll(void *future, const sb_waker *w)
 	return r == SB_FUTURE_IDLE ? ch_recv_first_poll(f, w) : r;
 }
 
+/*
+ * The probe of a receive never polled (only a receive of one item tried the
+ * inline path).  Out of line: it reads f->count, which a sender writes once
+ * the future is registered, so it must run only after status said IDLE; a
+ * compiler that inlined it could merge that read with status's into one
+ * wider load, which ThreadSanitizer reports as racing with that write.
+ */
+static __attribute__((noinline)) bool ch_recv_probe_says_not_now(const sb_channel_recv *f,
+								 const sb_waker *w)
+{
+	return f->count == 1 && f->items &&
+	       ch_probe_says_not_now(f->channel, SB_CHANNEL_STATE_SENDERS, w);
+}
+
 int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
-	/* Only a receive of one item tried the inline path. */
-	if (f->status == SB_FUTURE_IDLE && f->count == 1 && f->items &&
-	    ch_probe_says_not_now(f->channel, SB_CHANNEL_STATE_SENDERS, w))
+	if (f->status == SB_FUTURE_IDLE && ch_recv_probe_says_not_now(f, w))
 		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_recv_first_poll,
 				   ch_recv_repoll);

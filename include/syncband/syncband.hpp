@@ -1386,12 +1386,14 @@ namespace detail {
 // A receive's C result as a broadcast_result (-EINVAL, not subscribed, ends
 // the stream as -EPIPE does).
 template <class T>
-broadcast_result<T> broadcast_outcome(int r, const T &item, const sb_broadcast_receiver *rx) noexcept
+broadcast_result<T> broadcast_outcome(int r, const T &item,
+				      const sb_broadcast_receiver *rx) noexcept
 {
 	if (r == 0)
 		return broadcast_result<T>(std::in_place_index<0>, item);
 	if (r == -EOVERFLOW)
-		return broadcast_result<T>(std::in_place_index<1>, lagged{ sb_broadcast_receiver_missed(rx) });
+		return broadcast_result<T>(std::in_place_index<1>,
+					   lagged{ sb_broadcast_receiver_missed(rx) });
 	return broadcast_result<T>(std::in_place_index<2>);
 }
 } // namespace detail
@@ -1467,7 +1469,7 @@ class broadcast {
 	static_assert(std::is_trivially_copyable<T>::value,
 		      "sb::broadcast<T> copies items as bytes: T must be trivially copyable");
 	static_assert(!std::is_same_v<T, lagged> && !std::is_same_v<T, closed>,
-		      "sb::broadcast<T>: T must differ from the other results, sb::lagged and sb::closed");
+		      "sb::broadcast<T>: T must differ from sb::lagged and sb::closed");
 	static_assert(Capacity >= 1 && Capacity <= SB_BROADCAST_MAX_CAPACITY,
 		      "sb::broadcast<T, Capacity>: Capacity is 1 to SB_BROADCAST_MAX_CAPACITY");
 	static_assert(sizeof(T) <= UINT32_MAX, "sb::broadcast<T>: T is too large an item");
@@ -1677,7 +1679,10 @@ public:
 	{
 		static_cast<void>(sb_watch_subscribe(w.native(), &rx_));
 	}
-	watch_receiver(watch_receiver &&o) noexcept : rx_(std::exchange(o.rx_, sb_watch_receiver{})) {}
+	watch_receiver(watch_receiver &&o) noexcept
+		: rx_(std::exchange(o.rx_, sb_watch_receiver{}))
+	{
+	}
 	watch_receiver &operator=(watch_receiver &&o) noexcept
 	{
 		if (this != &o) {

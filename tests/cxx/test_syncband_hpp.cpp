@@ -1278,7 +1278,7 @@ void a_broadcast_receiver_is_subscribed_for_its_lifetime_and_sees_only_later_ite
 	}
 	assert_int_equal(bc.subscribers(), 0);
 	bc.close();
-	sb::broadcast_receiver<int> late(bc);
+	sb::broadcast_receiver late(bc); // deduced: broadcast_receiver<int>
 	assert_int_equal(late.error(), -EPIPE);
 	assert_int_equal(bc.subscribers(), 0);
 	auto r = late.recv();
@@ -1517,7 +1517,7 @@ void a_watch_receiver_moves_while_nothing_waits_and_keeps_what_it_has_seen(void 
 	assert_int_equal(b.seen(), 1);
 	assert_int_equal(b.try_changed(), 0);
 	assert_int_equal(b.read(), 2);
-	sb::watch_receiver<int> c(w);
+	sb::watch_receiver c(w); // deduced: watch_receiver<int>
 	c = std::move(b); // c's own subscription ends
 	assert_int_equal(c.seen(), 2);
 	assert_int_equal(c.unsubscribe(), 0);

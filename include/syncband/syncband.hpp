@@ -39,8 +39,9 @@
 // How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
 // sb::write_lock, sb::wait on a condvar,
 // an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
-// sb::call_once on a once, ch.send / ch.recv on an sb::channel, sb::poll
-// on any syncband future):
+// sb::call_once on a once, ch.send / ch.recv on an sb::channel, bc.send on
+// an sb::broadcast, rx.recv on its receiver, rx.changed on an sb::watch's
+// receiver, sb::poll on any syncband future):
 //   - await_ready tries the uncontended path (the one-CAS inline part of
 //     try_acquire and try_lock, try_wait), so a free permit or mutex never
 //     suspends the coroutine; what it cannot settle, the first poll does.
@@ -78,7 +79,7 @@
 //   Cancelling (a loser, an expired or stopped wait, a destroyed coroutine)
 //   follows the C cancel: completion wins ties - a cut-short await is polled
 //   once more first, and a future whose cancel finds its operation done (a
-//   channel item received) completes with its result; otherwise what it was
+//   channel item received, a broadcast item sent) completes with its result; otherwise what it was
 //   granted is handed on, and the coroutines awaiting it are destroyed
 //   (their guards release what they hold) before the awaiting task resumes.
 //   when_any drops the result of a loser whose cancel found it done.
@@ -109,6 +110,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -761,6 +763,30 @@ inline void cancel_future(sb_channel_recv *f) noexcept
 {
 	static_cast<void>(sb_channel_recv_cancel(f));
 }
+inline int poll_future(sb_broadcast_send *f, const sb_waker *w) noexcept
+{
+	return sb_broadcast_send_poll(f, w);
+}
+inline void cancel_future(sb_broadcast_send *f) noexcept
+{
+	static_cast<void>(sb_broadcast_send_cancel(f));
+}
+inline int poll_future(sb_broadcast_recv *f, const sb_waker *w) noexcept
+{
+	return sb_broadcast_recv_poll(f, w);
+}
+inline void cancel_future(sb_broadcast_recv *f) noexcept
+{
+	static_cast<void>(sb_broadcast_recv_cancel(f));
+}
+inline int poll_future(sb_watch_changed *f, const sb_waker *w) noexcept
+{
+	return sb_watch_changed_poll(f, w);
+}
+inline void cancel_future(sb_watch_changed *f) noexcept
+{
+	sb_watch_changed_cancel(f);
+}
 
 // A syncband future awaited by a task: registered by await_suspend, polled
 // again on every wake.  Not copyable, and movable only before it is first
@@ -1326,6 +1352,378 @@ public:
 private:
 	int error_;
 	sb_channel ch_;
+};
+
+// -------------------------------------------------------------- broadcast
+
+// What a broadcast receive gives (sb::broadcast_result<T>), one of:
+//   T       the receiver's next item;
+//   lagged  a lagging broadcast overwrote `missed` items before this
+//           receiver read them; its next receive gets the oldest item held;
+//   closed  the broadcast is closed and this receiver has read everything
+//           (or it never subscribed: see broadcast_receiver::error()).
+// A variant rather than an optional: a lag is neither an item nor the end,
+// and a loop that stops on "no item" would stop on the first lag.
+struct lagged {
+	std::uint64_t missed;
+};
+struct closed {};
+
+template <class T>
+using broadcast_result = std::variant<T, lagged, closed>;
+
+enum class overflow : int {
+	lagging = SB_BROADCAST_LAGGING,           // sends never wait; slow receivers lag
+	backpressure = SB_BROADCAST_BACKPRESSURE, // sends wait for the slowest receiver
+};
+
+template <class T, std::size_t Capacity>
+class broadcast;
+template <class T>
+class broadcast_receiver;
+
+namespace detail {
+// A receive's C result as a broadcast_result (-EINVAL, not subscribed, ends
+// the stream as -EPIPE does).
+template <class T>
+broadcast_result<T> broadcast_outcome(int r, const T &item,
+				      const sb_broadcast_receiver *rx) noexcept
+{
+	if (r == 0)
+		return broadcast_result<T>(std::in_place_index<0>, item);
+	if (r == -EOVERFLOW)
+		return broadcast_result<T>(std::in_place_index<1>,
+					   lagged{ sb_broadcast_receiver_missed(rx) });
+	return broadcast_result<T>(std::in_place_index<2>);
+}
+} // namespace detail
+
+template <class T>
+class broadcast_send_awaiter : public detail::future_awaiter<sb_broadcast_send> {
+public:
+	broadcast_send_awaiter(sb_broadcast &bc, const T &item) noexcept
+		: future_awaiter(), bc_(&bc), item_(item)
+	{
+	}
+	bool await_ready() noexcept
+	{
+		result_ = sb_broadcast_try_send(bc_, &item_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_broadcast_send_init(&future_, bc_, &item_);
+		return suspend(h);
+	}
+	// 0 (sent to every subscriber) or -EPIPE (closed; not sent).
+	int await_resume() noexcept { return result_; }
+
+private:
+	sb_broadcast *bc_;
+	T item_; // the future sends from here: it stays put while pending
+};
+
+template <class T>
+class broadcast_recv_awaiter : public detail::future_awaiter<sb_broadcast_recv> {
+public:
+	explicit broadcast_recv_awaiter(sb_broadcast_receiver &rx) noexcept
+		: future_awaiter(), rx_(&rx)
+	{
+	}
+	bool await_ready() noexcept
+	{
+		result_ = sb_broadcast_try_recv(rx_, &item_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_broadcast_recv_init(&future_, rx_, &item_);
+		return suspend(h);
+	}
+	broadcast_result<T> await_resume() noexcept
+	{
+		return detail::broadcast_outcome(result_, item_, rx_);
+	}
+
+private:
+	sb_broadcast_receiver *rx_;
+	T item_{};
+};
+
+// A bounded broadcast of T (syncband/broadcast.h): every item sent goes to
+// every subscribed sb::broadcast_receiver, through a ring of `Capacity`
+// slots held in the object itself.
+//
+//   sb::broadcast<int, 64> bc(sb::overflow::backpressure);
+//   sb::broadcast_receiver<int> rx(bc);     // subscribed while it lives
+//   co_await bc.send(42);                   // 0, or -EPIPE once closed
+//   sb::broadcast_result<int> r = co_await rx.recv(); // int, sb::lagged or sb::closed
+//
+// Items are copied as bytes, so T must be trivially copyable.  Not movable
+// (receivers point at it); every receiver must be gone, and every send
+// completed, before it is destroyed.
+template <class T, std::size_t Capacity>
+class broadcast {
+	static_assert(std::is_trivially_copyable<T>::value,
+		      "sb::broadcast<T> copies items as bytes: T must be trivially copyable");
+	static_assert(!std::is_same_v<T, lagged> && !std::is_same_v<T, closed>,
+		      "sb::broadcast<T>: T must differ from sb::lagged and sb::closed");
+	static_assert(Capacity >= 1 && Capacity <= SB_BROADCAST_MAX_CAPACITY,
+		      "sb::broadcast<T, Capacity>: Capacity is 1 to SB_BROADCAST_MAX_CAPACITY");
+	static_assert(sizeof(T) <= UINT32_MAX, "sb::broadcast<T>: T is too large an item");
+
+public:
+	// The static_asserts rule out every error init reports: it cannot fail.
+	explicit broadcast(overflow policy = overflow::lagging) noexcept
+	{
+		static_cast<void>(sb_broadcast_init(&bc_, slots_, sizeof(T), Capacity,
+						    static_cast<int>(policy)));
+	}
+	broadcast(const broadcast &) = delete;
+	broadcast &operator=(const broadcast &) = delete;
+	~broadcast() { static_cast<void>(sb_broadcast_destroy(&bc_)); }
+
+	// 0, -EAGAIN (back-pressure: the ring is full for some receiver, or
+	// senders wait) or -EPIPE.
+	int try_send(const T &item) noexcept { return sb_broadcast_try_send(&bc_, &item); }
+	// 0, -ETIMEDOUT (not sent) or -EPIPE; blocks the calling thread.
+	int send_blocking(const T &item, std::uint64_t timeout_ns = SB_TIMEOUT_INFINITE) noexcept
+	{
+		return sb_broadcast_send_blocking(&bc_, &item, timeout_ns);
+	}
+	// co_await bc.send(item): 0, or -EPIPE (closed; not sent).  With
+	// back-pressure it waits for room, first come, first served.  Cut short
+	// (sb::timeout, sb::when_any, sb::stoppable), it completes with 0 when
+	// its item had gone in meanwhile, and is dropped (not sent) otherwise.
+	broadcast_send_awaiter<T> send(const T &item) noexcept
+	{
+		return broadcast_send_awaiter<T>(bc_, item);
+	}
+
+	// Ends the stream: sends fail with -EPIPE, and each receiver gets what
+	// it has not read, then sb::closed.  Idempotent.
+	void close() noexcept { sb_broadcast_close(&bc_); }
+	bool is_closed() const noexcept { return sb_broadcast_is_closed(&bc_); }
+	static constexpr std::size_t capacity() noexcept { return Capacity; }
+	std::size_t subscribers() const noexcept { return sb_broadcast_subscribers(&bc_); }
+	sb_broadcast *native() noexcept { return &bc_; }
+
+private:
+	// What init requires: the largest power of two dividing the item size,
+	// up to 16 (and T's own alignment, for the items as T).
+	static constexpr std::size_t slot_align = (sizeof(T) & (~sizeof(T) + 1)) < 16
+							  ? (sizeof(T) & (~sizeof(T) + 1))
+							  : 16;
+	alignas(T) alignas(slot_align) unsigned char slots_[sizeof(T) * Capacity];
+	sb_broadcast bc_;
+};
+
+// A subscription to an sb::broadcast<T, N>: subscribed from its constructor
+// to its destructor (or unsubscribe()), it receives every item sent
+// meanwhile, in order.  Not movable: the broadcast links it into its
+// subscriber list.  One reader's: at most one receive in flight, and its
+// receives, unsubscribe and missed() never run concurrently.  Every receive
+// of it must have completed or been cancelled before it is destroyed (a
+// coroutine's receiver declared before its co_await always is).
+template <class T>
+class broadcast_receiver {
+public:
+	template <std::size_t N>
+	explicit broadcast_receiver(broadcast<T, N> &bc) noexcept
+		: error_(sb_broadcast_subscribe(bc.native(), &rx_))
+	{
+	}
+	broadcast_receiver(const broadcast_receiver &) = delete;
+	broadcast_receiver &operator=(const broadcast_receiver &) = delete;
+	~broadcast_receiver() { static_cast<void>(unsubscribe()); }
+
+	// 0, or -EPIPE: the broadcast was closed already, so the receiver is
+	// not subscribed and every receive gives sb::closed.
+	int error() const noexcept { return error_; }
+
+	// co_await rx.recv(): the next item, sb::lagged or sb::closed.  A
+	// cancelled receive (a destroyed coroutine, a timeout) takes nothing:
+	// the item stays this receiver's next.
+	broadcast_recv_awaiter<T> recv() noexcept { return broadcast_recv_awaiter<T>(rx_); }
+	// As sb_broadcast_try_recv / _recv_blocking: 0, -EAGAIN (nothing new) or
+	// -ETIMEDOUT, -EOVERFLOW (lagged: see missed()), -EPIPE, or -EINVAL
+	// (not subscribed).
+	int try_recv(T &item) noexcept { return sb_broadcast_try_recv(&rx_, &item); }
+	int recv_blocking(T &item, std::uint64_t timeout_ns = SB_TIMEOUT_INFINITE) noexcept
+	{
+		return sb_broadcast_recv_blocking(&rx_, &item, timeout_ns);
+	}
+
+	// Items sent since its cursor (above the capacity once it lagged).
+	std::uint64_t unread() const noexcept { return sb_broadcast_receiver_unread(&rx_); }
+	// What the receive that last reported a lag missed.
+	std::uint64_t missed() const noexcept { return sb_broadcast_receiver_missed(&rx_); }
+	// Unsubscribes now: 0, -EINVAL (not subscribed) or -EBUSY (a receive
+	// of it waits; it stays subscribed).  What it had not read is no longer
+	// held for it, so back-pressured senders go on.
+	int unsubscribe() noexcept { return sb_broadcast_unsubscribe(&rx_); }
+	sb_broadcast_receiver *native() noexcept { return &rx_; }
+
+private:
+	sb_broadcast_receiver rx_{}; // zeroed: not subscribed; before error_
+	int error_;
+};
+
+// ---------------------------------------------------------------- watch
+
+template <class T>
+class watch;
+
+class watch_changed_awaiter : public detail::future_awaiter<sb_watch_changed> {
+public:
+	explicit watch_changed_awaiter(sb_watch_receiver &rx) noexcept
+		: future_awaiter(), rx_(&rx)
+	{
+	}
+	// One acquire load.
+	bool await_ready() noexcept
+	{
+		result_ = sb_watch_try_changed(rx_);
+		return result_ != -EAGAIN;
+	}
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		sb_watch_changed_init(&future_, rx_);
+		return suspend(h);
+	}
+	// True: a newer value exists.  False: closed and the last value read
+	// (or the receiver is not subscribed).
+	bool await_resume() noexcept { return result_ == 0; }
+
+private:
+	sb_watch_receiver *rx_;
+};
+
+// One value of T with a version (syncband/watch.h), held in the object
+// itself; receivers wait for it to change and read the latest.
+//
+//   sb::watch<config> cfg(initial);
+//   sb::watch_receiver<config> rx(cfg);
+//   for (;;) {
+//           bool more = co_await rx.changed(); // false once closed and read
+//           if (!more)
+//                   break;
+//           apply(rx.read());               // the latest value, never torn
+//   }
+//   cfg.send(next);                         // elsewhere: 0, or -EPIPE once closed
+//
+// T must be trivially copyable (copied as bytes).  Not movable (receivers
+// point at it); every receiver must be gone before it is destroyed.
+template <class T>
+class watch {
+	static_assert(std::is_trivially_copyable<T>::value,
+		      "sb::watch<T> copies the value as bytes: T must be trivially copyable");
+
+public:
+	// Init cannot fail: the storage is here and sizeof(T) is in range.
+	explicit watch(const T &initial) noexcept : value_(initial)
+	{
+		static_cast<void>(sb_watch_init(&w_, &value_, sizeof(T)));
+	}
+	watch(const watch &) = delete;
+	watch &operator=(const watch &) = delete;
+	~watch() { static_cast<void>(sb_watch_destroy(&w_)); }
+
+	// Replaces the value and wakes every waiting changed(): 0 or -EPIPE.
+	int send(const T &value) noexcept { return sb_watch_send(&w_, &value); }
+	// Calls modify(T &value) under the watch's lock: it may change the value
+	// in place and returns whether receivers are told (the version grows).
+	// 1 (told), 0 (not told) or -EPIPE (closed: not called).  modify must
+	// be noexcept, short, and must not touch this watch or its receivers.
+	template <class F>
+	int send_if(F &&modify) noexcept
+	{
+		using Fn = std::remove_reference_t<F>;
+		static_assert(std::is_nothrow_invocable_r_v<bool, Fn &, T &>,
+			      "sb::watch::send_if: modify is a noexcept callable bool(T &)");
+		void *arg = const_cast<void *>(static_cast<const void *>(std::addressof(modify)));
+		return sb_watch_send_if(&w_, &trampoline<Fn>, arg);
+	}
+	// Ends the stream: waiting changed() resume with false once their
+	// receiver has read the last value.  Idempotent.
+	void close() noexcept { sb_watch_close(&w_); }
+	bool is_closed() const noexcept { return sb_watch_is_closed(&w_); }
+	std::size_t version() const noexcept { return sb_watch_version(&w_); }
+	sb_watch *native() noexcept { return &w_; }
+
+private:
+	template <class Fn>
+	static bool trampoline(void *value, void *arg) noexcept
+	{
+		return (*static_cast<Fn *>(arg))(*static_cast<T *>(value));
+	}
+
+	T value_; // the watch's storage: written under its lock only
+	sb_watch w_;
+};
+
+// A subscription to an sb::watch<T>, from its constructor to its destructor
+// (or unsubscribe()): it has seen the version current at subscribe.  One
+// thread at a time uses it.  Movable while no changed() of it is pending
+// (a pending one holds its address); a moved-from receiver is not
+// subscribed.  Every changed() must have completed or been cancelled
+// before it is destroyed.
+template <class T>
+class watch_receiver {
+public:
+	// Subscribes: cannot fail on a live watch, closed or not.
+	explicit watch_receiver(watch<T> &w) noexcept
+	{
+		static_cast<void>(sb_watch_subscribe(w.native(), &rx_));
+	}
+	watch_receiver(watch_receiver &&o) noexcept
+		: rx_(std::exchange(o.rx_, sb_watch_receiver{}))
+	{
+	}
+	watch_receiver &operator=(watch_receiver &&o) noexcept
+	{
+		if (this != &o) {
+			static_cast<void>(unsubscribe());
+			rx_ = std::exchange(o.rx_, sb_watch_receiver{});
+		}
+		return *this;
+	}
+	watch_receiver(const watch_receiver &) = delete;
+	watch_receiver &operator=(const watch_receiver &) = delete;
+	~watch_receiver() { static_cast<void>(unsubscribe()); }
+
+	// The current value, never torn; its version is now seen.  A receiver
+	// that is not subscribed reads T{}.
+	T read() noexcept
+	{
+		T value{};
+		static_cast<void>(sb_watch_read(&rx_, &value));
+		return value;
+	}
+	// co_await rx.changed(): true once a version newer than the one it last
+	// read exists (at once if one does), false once the watch is closed
+	// and it has read the last value.  Marks nothing seen: read() does.
+	// Cancelled (a destroyed coroutine, a timeout), it loses nothing.
+	watch_changed_awaiter changed() noexcept { return watch_changed_awaiter(rx_); }
+	// As sb_watch_try_changed / _changed_blocking: 0 (changed), -EAGAIN or
+	// -ETIMEDOUT, -EPIPE, -EINVAL (not subscribed).
+	int try_changed() const noexcept { return sb_watch_try_changed(&rx_); }
+	int changed_blocking(std::uint64_t timeout_ns = SB_TIMEOUT_INFINITE) noexcept
+	{
+		return sb_watch_changed_blocking(&rx_, timeout_ns);
+	}
+	// The version it last read (or saw at subscribe).
+	std::size_t seen() const noexcept { return sb_watch_seen(&rx_); }
+	// Unsubscribes now: 0, -EINVAL (not subscribed) or -EBUSY (a changed()
+	// of it is pending; it stays subscribed).
+	int unsubscribe() noexcept { return sb_watch_unsubscribe(&rx_); }
+	sb_watch_receiver *native() noexcept { return &rx_; }
+
+private:
+	sb_watch_receiver rx_{}; // zeroed: not subscribed
 };
 
 // Any syncband future the caller initialised (an sb_deadline, say), through

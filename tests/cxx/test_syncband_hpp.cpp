@@ -1187,6 +1187,342 @@ void an_await_whose_token_is_stopped_already_never_starts(void **)
 	assert_int_equal(sb_semaphore_available(&s.sem), 1);
 }
 
+// ------------------------------------------------------------ broadcast
+
+// Receives until the end of the stream: every item, and the lags seen.
+sb::task<> collect(sb::broadcast_receiver<int> &rx, std::vector<int> &got, std::uint64_t &missed,
+		   bool &ended)
+{
+	for (;;) {
+		sb::broadcast_result<int> r = co_await rx.recv();
+		if (const int *v = std::get_if<int>(&r))
+			got.push_back(*v);
+		else if (const sb::lagged *lag = std::get_if<sb::lagged>(&r))
+			missed += lag->missed;
+		else
+			break;
+	}
+	ended = true;
+}
+
+template <std::size_t N>
+sb::task<> publish(sb::broadcast<int, N> &bc, int n, int &refused)
+{
+	for (int i = 0; i < n; i++)
+		co_await bc.send(i);
+	bc.close();
+	refused = co_await bc.send(n); // closed: -EPIPE, not sent
+}
+
+void a_broadcast_gives_every_item_to_every_receiver_in_order_then_closed(void **)
+{
+	sb::broadcast<int, 2> bc(sb::overflow::backpressure); // the sender waits for both
+	sb::broadcast_receiver<int> a(bc), b(bc);
+	assert_int_equal(a.error(), 0);
+	assert_int_equal(bc.subscribers(), 2);
+	std::vector<int> got_a, got_b;
+	std::uint64_t missed = 0;
+	bool ended_a = false, ended_b = false;
+	int refused = 0;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(collect(a, got_a, missed, ended_a));
+	l.spawn(collect(b, got_b, missed, ended_b));
+	l.spawn(publish(bc, 50, refused));
+	drain(l);
+	assert_true(ended_a && ended_b);
+	assert_int_equal(missed, 0);
+	assert_int_equal(refused, -EPIPE);
+	assert_int_equal(got_a.size(), 50);
+	assert_true(got_a == got_b);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(got_a[static_cast<std::size_t>(i)], i);
+}
+
+void a_lagging_receiver_is_told_how_many_items_it_missed_then_gets_the_oldest_held(void **)
+{
+	sb::broadcast<int, 4> bc; // lagging: sends never wait
+	sb::broadcast_receiver<int> rx(bc);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(bc.try_send(i), 0);
+	assert_int_equal(rx.unread(), 10);
+	auto first = rx.recv();
+	assert_true(first.await_ready()); // settled without suspending
+	sb::broadcast_result<int> r = first.await_resume();
+	assert_int_equal(r.index(), 1);
+	assert_int_equal(std::get<sb::lagged>(r).missed, 6);
+	assert_int_equal(rx.missed(), 6);
+	bc.close();
+	std::vector<int> got;
+	std::uint64_t missed = 0;
+	bool ended = false;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(collect(rx, got, missed, ended));
+	drain(l);
+	assert_true(ended);
+	assert_int_equal(missed, 0);
+	assert_true(got == (std::vector<int>{ 6, 7, 8, 9 }));
+}
+
+void a_broadcast_receiver_is_subscribed_for_its_lifetime_and_sees_only_later_items(void **)
+{
+	sb::broadcast<int, 4> bc;
+	assert_int_equal(bc.try_send(1), 0); // nobody subscribed: nobody's
+	{
+		sb::broadcast_receiver<int> rx(bc);
+		assert_int_equal(bc.subscribers(), 1);
+		int v = 0;
+		assert_int_equal(rx.try_recv(v), -EAGAIN);
+		assert_int_equal(bc.try_send(2), 0);
+		assert_int_equal(rx.try_recv(v), 0);
+		assert_int_equal(v, 2);
+	}
+	assert_int_equal(bc.subscribers(), 0);
+	bc.close();
+	sb::broadcast_receiver late(bc); // deduced: broadcast_receiver<int>
+	assert_int_equal(late.error(), -EPIPE);
+	assert_int_equal(bc.subscribers(), 0);
+	auto r = late.recv();
+	assert_true(r.await_ready());
+	assert_true(std::holds_alternative<sb::closed>(r.await_resume()));
+}
+
+sb::task<> receive_once(sb::broadcast_receiver<int> &rx, bool &resumed)
+{
+	sb::broadcast_result<int> r = co_await rx.recv();
+	(void)r;
+	resumed = true;
+}
+
+void destroying_a_task_waiting_to_receive_cancels_the_receive_without_losing_the_item(void **)
+{
+	sb::broadcast<int, 4> bc;
+	sb::broadcast_receiver<int> rx(bc);
+	bool resumed = false;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(receive_once(rx, resumed));
+	l.run_ready(); // suspended in recv
+	assert_int_equal(rx.unsubscribe(), -EBUSY); // its receive waits
+	assert_int_equal(bc.try_send(7), 0);         // wakes it; not yet resumed
+	l.shutdown();                                // cancels the receive
+	drain(l);
+	assert_false(resumed);
+	int v = 0;
+	assert_int_equal(rx.try_recv(v), 0); // still the receiver's next
+	assert_int_equal(v, 7);
+	assert_int_equal(rx.unsubscribe(), 0);
+	assert_int_equal(rx.unsubscribe(), -EINVAL);
+}
+
+sb::task<> send_within(sb::broadcast<int, 1> &bc, int item, std::optional<int> &out, bool &done)
+{
+	using namespace std::chrono_literals;
+	out = co_await sb::timeout(bc.send(item), 10ms);
+	done = true;
+}
+
+void a_send_cut_short_says_whether_its_item_went_in(void **)
+{
+	using namespace std::chrono_literals;
+	manual_timers timers;
+	sb::loop l(count_ring, nullptr, &timers);
+	sb::broadcast<int, 1> bc(sb::overflow::backpressure);
+	sb::broadcast_receiver<int> rx(bc);
+	assert_int_equal(bc.try_send(1), 0); // the ring is full for rx
+	std::optional<int> out;
+	bool done = false;
+	l.spawn(send_within(bc, 2, out, done));
+	l.run_ready();
+	assert_false(done); // waits for room
+	timers.advance(10ms);
+	l.run_ready();
+	assert_true(done);
+	assert_false(out.has_value()); // not sent
+	int v = 0;
+	assert_int_equal(rx.try_recv(v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(rx.try_recv(v), -EAGAIN); // 2 never went in
+
+	assert_int_equal(bc.try_send(3), 0);
+	done = false;
+	l.spawn(send_within(bc, 4, out, done));
+	l.run_ready();
+	assert_false(done);
+	assert_int_equal(rx.try_recv(v), 0); // room: the waiting item goes in
+	assert_int_equal(v, 3);
+	timers.advance(10ms); // before the sender's next poll
+	l.run_ready();
+	assert_true(done);
+	assert_true(out.has_value());
+	assert_int_equal(*out, 0); // sent after all
+	assert_int_equal(rx.try_recv(v), 0);
+	assert_int_equal(v, 4);
+	drain(l);
+}
+
+void items_sent_on_another_thread_reach_a_receiving_task_on_the_loop(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb::broadcast<int, 4> bc(sb::overflow::backpressure);
+	sb::broadcast_receiver<int> rx(bc);
+	std::vector<int> got;
+	std::uint64_t missed = 0;
+	bool ended = false;
+	l.spawn(collect(rx, got, missed, ended));
+	l.run_ready();
+	int failed = 0;
+	std::thread sender([&] {
+		for (int i = 0; i < 1000; i++)
+			failed += bc.send_blocking(i) != 0;
+		bc.close();
+	});
+	run_until(l, d, [&] { return l.idle(); });
+	sender.join();
+	assert_int_equal(failed, 0);
+	assert_true(ended);
+	assert_int_equal(got.size(), 1000);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(got[static_cast<std::size_t>(i)], i);
+}
+
+// ------------------------------------------------------------ watch
+
+struct point {
+	int x;
+	int y;
+};
+
+void a_watch_receiver_reads_the_latest_value_after_a_burst_of_sends(void **)
+{
+	sb::watch<point> w(point{ 0, 0 });
+	sb::watch_receiver<point> rx(w);
+	assert_int_equal(rx.try_changed(), -EAGAIN); // has seen the initial value
+	assert_int_equal(w.send(point{ 1, 1 }), 0);
+	assert_int_equal(w.send(point{ 2, 4 }), 0);
+	auto c = rx.changed();
+	assert_true(c.await_ready()); // a newer version: no suspension
+	assert_true(c.await_resume());
+	point p = rx.read();
+	assert_int_equal(p.x, 2);
+	assert_int_equal(p.y, 4);
+	assert_int_equal(rx.seen(), w.version());
+	assert_int_equal(w.version(), 2);
+	assert_int_equal(rx.try_changed(), -EAGAIN); // the read marked it seen
+}
+
+sb::task<> follow(sb::watch_receiver<int> &rx, std::vector<int> &got, bool &ended)
+{
+	for (;;) {
+		// Not `while (co_await ...)`: g++ 12 miscompiles a co_await in a
+		// while condition (the coroutine's body never runs).
+		bool more = co_await rx.changed();
+		if (!more)
+			break;
+		got.push_back(rx.read());
+	}
+	ended = true;
+}
+
+void a_changed_wait_resumes_on_sends_from_another_thread_and_ends_false_once_closed(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb::watch<int> w(0);
+	sb::watch_receiver<int> rx(w);
+	std::vector<int> got;
+	bool ended = false;
+	l.spawn(follow(rx, got, ended));
+	l.run_ready();
+	assert_false(ended);
+	int failed = 0, refused = 0;
+	std::thread sender([&] {
+		for (int i = 1; i <= 1000; i++)
+			failed += w.send(i) != 0;
+		w.close();
+		refused = w.send(-1);
+	});
+	run_until(l, d, [&] { return l.idle(); });
+	sender.join();
+	assert_int_equal(failed, 0);
+	assert_int_equal(refused, -EPIPE);
+	assert_true(ended);
+	assert_false(got.empty());
+	assert_int_equal(got.back(), 1000); // the last value is never skipped
+	assert_true(std::is_sorted(got.begin(), got.end()));
+	assert_true(std::adjacent_find(got.begin(), got.end()) == got.end()); // no value twice
+}
+
+void send_if_tells_receivers_only_when_its_callback_says_so(void **)
+{
+	sb::watch<int> w(5);
+	sb::watch_receiver<int> rx(w);
+	int calls = 0;
+	assert_int_equal(w.send_if([&](int &v) noexcept {
+		calls++;
+		v = 6; // changed in place, but receivers are not told
+		return false;
+	}), 0);
+	assert_int_equal(w.version(), 0);
+	assert_int_equal(rx.try_changed(), -EAGAIN);
+	assert_int_equal(w.send_if([&](int &v) noexcept {
+		calls++;
+		v++;
+		return true;
+	}), 1);
+	assert_int_equal(w.version(), 1);
+	assert_int_equal(rx.try_changed(), 0);
+	assert_int_equal(rx.read(), 7);
+	w.close();
+	assert_int_equal(w.send_if([&](int &) noexcept {
+		calls++;
+		return true;
+	}), -EPIPE);
+	assert_int_equal(calls, 2); // not called once closed
+	assert_int_equal(rx.try_changed(), -EPIPE);
+}
+
+sb::task<> wait_change(sb::watch_receiver<int> &rx, bool &resumed)
+{
+	resumed = co_await rx.changed();
+}
+
+void destroying_a_task_waiting_for_a_change_cancels_the_wait_so_its_receiver_can_unsubscribe(void **)
+{
+	sb::watch<int> w(0);
+	sb::watch_receiver<int> rx(w);
+	bool resumed = false;
+	sb::loop l(count_ring, nullptr);
+	l.spawn(wait_change(rx, resumed));
+	l.run_ready(); // suspended: nothing newer yet
+	assert_int_equal(rx.unsubscribe(), -EBUSY); // its wait is pending
+	assert_int_equal(w.send(1), 0);              // wakes it; not yet resumed
+	l.shutdown();
+	drain(l);
+	assert_false(resumed);
+	assert_int_equal(rx.try_changed(), 0); // the change is still there to see
+	assert_int_equal(rx.unsubscribe(), 0);
+	assert_int_equal(rx.try_changed(), -EINVAL);
+}
+
+void a_watch_receiver_moves_while_nothing_waits_and_keeps_what_it_has_seen(void **)
+{
+	sb::watch<int> w(0);
+	sb::watch_receiver<int> a(w);
+	assert_int_equal(w.send(1), 0);
+	assert_int_equal(a.read(), 1);
+	assert_int_equal(w.send(2), 0);
+	sb::watch_receiver<int> b(std::move(a));
+	assert_int_equal(a.try_changed(), -EINVAL); // moved from: not subscribed
+	assert_int_equal(a.unsubscribe(), -EINVAL);
+	assert_int_equal(b.seen(), 1);
+	assert_int_equal(b.try_changed(), 0);
+	assert_int_equal(b.read(), 2);
+	sb::watch_receiver c(w); // deduced: watch_receiver<int>
+	c = std::move(b); // c's own subscription ends
+	assert_int_equal(c.seen(), 2);
+	assert_int_equal(c.unsubscribe(), 0);
+}
+
 // ------------------------------------------------------------ sync_wait / run_loop
 
 void sync_wait_blocks_a_plain_thread_until_a_task_completes_and_gives_its_value(void **)
@@ -1303,6 +1639,17 @@ int main()
 		cmocka_unit_test(an_item_handed_to_a_receive_as_its_timeout_passes_is_received_not_lost),
 		cmocka_unit_test(a_stop_requested_on_another_thread_cancels_the_pending_await_on_the_loop),
 		cmocka_unit_test(an_await_whose_token_is_stopped_already_never_starts),
+		cmocka_unit_test(a_broadcast_gives_every_item_to_every_receiver_in_order_then_closed),
+		cmocka_unit_test(a_lagging_receiver_is_told_how_many_items_it_missed_then_gets_the_oldest_held),
+		cmocka_unit_test(a_broadcast_receiver_is_subscribed_for_its_lifetime_and_sees_only_later_items),
+		cmocka_unit_test(destroying_a_task_waiting_to_receive_cancels_the_receive_without_losing_the_item),
+		cmocka_unit_test(a_send_cut_short_says_whether_its_item_went_in),
+		cmocka_unit_test(items_sent_on_another_thread_reach_a_receiving_task_on_the_loop),
+		cmocka_unit_test(a_watch_receiver_reads_the_latest_value_after_a_burst_of_sends),
+		cmocka_unit_test(a_changed_wait_resumes_on_sends_from_another_thread_and_ends_false_once_closed),
+		cmocka_unit_test(send_if_tells_receivers_only_when_its_callback_says_so),
+		cmocka_unit_test(destroying_a_task_waiting_for_a_change_cancels_the_wait_so_its_receiver_can_unsubscribe),
+		cmocka_unit_test(a_watch_receiver_moves_while_nothing_waits_and_keeps_what_it_has_seen),
 		cmocka_unit_test(sync_wait_blocks_a_plain_thread_until_a_task_completes_and_gives_its_value),
 		cmocka_unit_test(sync_wait_rethrows_the_exception_of_what_it_waits_on),
 		cmocka_unit_test(a_run_loop_keeps_timeout_deadlines_and_runs_until_its_tasks_are_done),

@@ -320,6 +320,34 @@ static void a_finished_task_is_not_polled_again_and_a_late_wake_releases_it(void
 	assert_true(sb_loop_idle(&loop));
 }
 
+static void a_wake_by_reference_of_a_finished_task_neither_queues_it_nor_rings(void **state)
+{
+	(void)state;
+	atomic_uint rings = 0;
+	sb_loop loop;
+	sb_loop_init(&loop, count_ring, &rings);
+	script_task s;
+	script_init(&s, 1);
+	s.keep_clone = true; /* a waker a primitive still holds after completion */
+	sb_loop_spawn(&loop, &s.task);
+	assert_int_equal(sb_loop_run_ready(&loop), 1);
+	unsigned before = atomic_load(&rings);
+	sb_waker_wake_by_ref(&s.kept); /* keeps the clone: nothing to release yet */
+	sb_loop_wake(&s.task);
+	assert_int_equal(atomic_load(&rings), before); /* nothing was queued */
+	size_t polled = 99;
+	assert_true(sb_loop_run(&loop, SB_LOOP_BUDGET, &polled));
+	assert_int_equal(polled, 0);
+	assert_int_equal(s.polls, 1);
+	assert_int_equal(atomic_load(&s.released), 0); /* the clone still holds it */
+	sb_waker_drop(s.kept);
+	assert_int_equal(atomic_load(&rings), before + 1); /* the release's push */
+	assert_int_equal(sb_loop_run_ready(&loop), 0);
+	assert_int_equal(s.polls, 1);
+	assert_int_equal(atomic_load(&s.released), 1);
+	assert_true(sb_loop_idle(&loop));
+}
+
 static void a_wake_that_raced_the_last_poll_drops_its_queue_reference(void **state)
 {
 	(void)state;
@@ -997,6 +1025,7 @@ int main(void)
 		cmocka_unit_test(
 			a_wake_of_another_task_on_the_loop_thread_runs_it_in_the_same_run_without_a_ring),
 		cmocka_unit_test(a_finished_task_is_not_polled_again_and_a_late_wake_releases_it),
+		cmocka_unit_test(a_wake_by_reference_of_a_finished_task_neither_queues_it_nor_rings),
 		cmocka_unit_test(a_wake_that_raced_the_last_poll_drops_its_queue_reference),
 		cmocka_unit_test(release_runs_on_the_loop_thread_when_the_last_clone_goes_elsewhere),
 		cmocka_unit_test(idle_is_false_while_any_clone_is_held),

@@ -428,7 +428,9 @@ def expand_threads(pairs):
     out = []
     for p in pairs:
         m = THREADS_RE.match(p.scenario)
-        if not m:
+        # Only the contention rows scale; a row such as
+        # broadcast/fan-out-16-threads has its thread count in its name.
+        if not m or not p.scenario.startswith("contention/"):
             out.append(p)
             continue
         for n in CONTENTION_THREADS:

@@ -834,7 +834,9 @@ static int popcount_word(unsigned long x)
 	return __builtin_popcountl(x);
 }
 
+#ifdef STRESS_WITH_EXECUTOR
 static bool have_executor = false;
+#endif
 
 /* On a failure: by how each mismatched item was offered and what its producer was told. */
 static void report_mismatches(world *wd)

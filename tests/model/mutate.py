@@ -4,9 +4,9 @@
 
 Lists every atomic operation in src/*.c, src/*.h (not src/executor) and the
 public headers' inline fast paths (include/syncband/*.h) whose memory order
-is not relaxed, then runs the weak-model tests of test_model,
-test_model_loop, test_model_barrier, test_model_once, test_model_rwlock and test_model_latch (those that reach the site) once per site with that one site
-made relaxed (SB_MODEL_WEAKEN=file:line), and prints whether some scenario
+is not relaxed, then runs the weak-model tests of the explorer programs in
+PROGRAMS (those that reach the site) once per site with that one site made
+relaxed (SB_MODEL_WEAKEN=file:line), and prints which program and scenario
 caught it.
 
     tests/model/mutate.py [--build build/debug] [--jobs 1] [--timeout 900] [SITE...]
@@ -26,7 +26,10 @@ CALL = re.compile(r"\batomic_(load|store|exchange|compare_exchange_strong|compar
                   r"fetch_add|fetch_sub|fetch_or|fetch_and)_explicit\s*\(|\batomic_thread_fence\s*\(")
 ORDER = re.compile(r"\bmemory_order_(relaxed|consume|acquire|release|acq_rel|seq_cst)\b")
 WEAK_TESTS = "*under_the_weak_model*"
-PROGRAMS = ("test_model", "test_model_loop", "test_model_barrier", "test_model_once", "test_model_rwlock", "test_model_latch", "test_model_channel", "test_model_broadcast")
+PROGRAMS = ("test_model_semaphore", "test_model_blocking", "test_model_deadline",
+            "test_model_mutex_races", "test_model_condvar", "test_model_event", "test_model_loop",
+            "test_model_barrier", "test_model_once", "test_model_rwlock", "test_model_latch",
+            "test_model_channel", "test_model_broadcast")
 FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
 # A function definition's first line: at column 0, a name and its "(".
 DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*\(\)]*?\b(\w+)\s*\(")
@@ -121,7 +124,7 @@ def reached_sites(binary, timeout):
     return reached
 
 
-def verdict(rc, out):
+def verdict(program, rc, out):
     if rc is None:
         return "caught (timed out: livelock?)"
     if rc == 0:
@@ -135,7 +138,7 @@ def verdict(rc, out):
         what = "data race"
     elif what.startswith("signal"):
         what = "library assertion" if "assertion" in what else what
-    return "caught: %s (%s)" % (scenario, what)
+    return "caught: %s: '%s' (%s)" % (program, scenario, what)
 
 
 def main():
@@ -183,7 +186,7 @@ def main():
             if "no such site" in (out or ""):
                 result = "site not found by the model (line numbering?)"
                 break
-            caught = verdict(rc, out)
+            caught = verdict(os.path.basename(binary), rc, out)
             if caught:
                 result = caught
                 break

@@ -58,9 +58,10 @@ CONFIGURE = ["-G", "Ninja", "-DSYNCBAND_BUILD_TESTS=ON", "-DSYNCBAND_BUILD_URING
 # the fuzz target.
 LAYERS = {
     "loop.c": (["test_loop"], [("test_model_loop", None)], None),
-    "mutex.c": (["test_mutex", "test_condvar"], [("test_model", "mutex"), ("test_model_mutex", None)],
-                "mutex"),
-    "semaphore.c": (["test_semaphore"], [("test_model", "semaphore")], "semaphore"),
+    "mutex.c": (["test_mutex", "test_condvar"], [("test_model_mutex_races", None),
+                                                 ("test_model_condvar", "mutex"),
+                                                 ("test_model_mutex", None)], "mutex"),
+    "semaphore.c": (["test_semaphore"], [("test_model_semaphore", None)], "semaphore"),
     "rwlock.c": (["test_rwlock"], [("test_model_rwlock", None)], "rwlock"),
     "once.c": (["test_once"], [("test_model_once", None)], "once"),
     "latch.c": (["test_latch"], [("test_model_latch", None)], "latch"),

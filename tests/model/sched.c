@@ -6,8 +6,12 @@
  * __atomic builtins directly for the real memory: one OS thread runs
  * everything, so they only keep the accesses whole.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* program_invocation_short_name, for the replay line */
+#endif
 #include "sched.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,7 +172,7 @@ static void print_schedule(void)
 	fprintf(stderr, "' SB_MODEL_MEMORY=%s SB_MODEL_REPLAY='", M.weak ? "weak" : "sc");
 	for (int i = 0; i < M.depth; i++)
 		fprintf(stderr, "%s%d", i ? " " : "", M.choice[i]);
-	fprintf(stderr, "' tests/test_model (in the build folder)\n");
+	fprintf(stderr, "' tests/%s (in the build folder)\n", program_invocation_short_name);
 }
 
 void sb_model_catch_failures(bool on)

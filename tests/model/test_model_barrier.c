@@ -34,7 +34,7 @@
 #include "counting_waker.h"
 
 enum { PREEMPTIONS = 4, LIMIT = 10000000, RANDOM_RUNS = 3000, SEED = 20261201 };
-/* The weak model, with test_model's bounds. */
+/* The weak model, with the bounds of model_common.h. */
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 enum { WAITS = 6 };

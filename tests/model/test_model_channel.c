@@ -52,7 +52,7 @@
 #define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
 #include "counting_waker.h"
 
-/* test_model's bounds (README.md in this folder). */
+/* The bounds of model_common.h (README.md in this folder). */
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261207 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
@@ -725,7 +725,7 @@ static void srp_check(void *p)
 	check_ledger(c);
 }
 
-/* Two threads: explored within test_model's bounds. */
+/* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 1)", 2,
 	  sizeof(chan_ctx), hand1_setup, { hand_t0, hand_t1 }, hand_check },

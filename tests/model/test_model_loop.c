@@ -26,7 +26,7 @@
 #include "sched.h"
 
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261130 };
-/* The weak model (README.md in this folder), with test_model's bounds. */
+/* The weak model (README.md in this folder), with the bounds of model_common.h. */
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 typedef struct mtask {

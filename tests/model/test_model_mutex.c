@@ -12,7 +12,7 @@
  * a waiter served out of order.  Every critical section reads and writes
  * `inside`, a plain field: mutual exclusion under both models, and under
  * the weak one the previous holder's section happens-before the next.
- * test_model has the races of the fair mode without the clock.
+ * test_model_mutex_races has the races of the fair mode without the clock.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -35,7 +35,7 @@
 #define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
 #include "counting_waker.h"
 
-/* test_model's bounds. */
+/* The bounds of model_common.h. */
 enum { PREEMPTIONS = 4, LIMIT = 10000000, RANDOM_RUNS = 3000, SEED = 20261130 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 

@@ -30,7 +30,7 @@
 #define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
 #include "counting_waker.h"
 
-/* test_model's bounds (README.md in this folder). */
+/* The bounds of model_common.h (README.md in this folder). */
 enum { PREEMPTIONS = 4, LIMIT = 10000000, RANDOM_RUNS = 3000, SEED = 20261130 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 

@@ -48,7 +48,7 @@
 #define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
 #include "counting_waker.h"
 
-/* test_model's bounds (README.md in this folder). */
+/* The bounds of model_common.h (README.md in this folder). */
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261205 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
@@ -415,7 +415,7 @@ static void dl_check(void *p)
 	check_all(c, c->result);
 }
 
-/* Two threads: explored within test_model's bounds. */
+/* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "select: two cases granted at once (capacity 1)", 2, sizeof(sel_ctx), both1_setup,
 	  { send0_t, send1_t }, both_check },

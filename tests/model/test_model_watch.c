@@ -42,7 +42,7 @@
 #define COUNTING_WAKER_WOKEN(c) sb_model_signal(&(c)->wakes)
 #include "counting_waker.h"
 
-/* test_model's bounds (README.md in this folder). */
+/* The bounds of model_common.h (README.md in this folder). */
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261205 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
@@ -416,7 +416,7 @@ static void two_check(void *p)
 	check_teardown(c);
 }
 
-/* Two threads: explored within test_model's bounds. */
+/* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "watch: a send racing a read of a multi-word value", 2, sizeof(watch_ctx), sr_setup,
 	  { sr_t0, sr_t1 }, sr_check },

@@ -69,6 +69,19 @@
 //   - sb::when_any(a, b, ...): runs them concurrently until one completes,
 //     then cancels the others; a std::variant whose index() is the winner's.
 //     Each poll looks at them in a rotated order, so none is favoured.
+//     When every one is a plain future awaiter of this header (acquire,
+//     lock, read/write lock, an event, auto-event or latch wait, a barrier,
+//     a once, a channel send or receive, a broadcast receive, a watch
+//     change, sb::poll of any future - a deadline, say), it is one C
+//     select (syncband/select.h) over their futures, with no frame or
+//     allocation: exactly one takes effect - no channel item goes to a
+//     loser, every other grant is handed on (a barrier arrival whose
+//     generation completed meanwhile stays counted) - and the loop's round
+//     counter seeds the rotation, so ready ones take turns.  Such a
+//     when_any skips the awaiters' await_ready fast paths.  With a task, a
+//     condvar wait, a broadcast send (whose item may go in as it loses) or
+//     a combinator among them, the branches are coroutines raced as above,
+//     and the guarantee is the one below.
 //   - sb::timeout(a, duration): a's result in a std::optional (a bool for
 //     void), empty when the deadline passed first.  The deadline is kept by
 //     the loop's sb::timer_service; on a loop without one the deadline
@@ -82,7 +95,8 @@
 //   channel item received, a broadcast item sent) completes with its result; otherwise what it was
 //   granted is handed on, and the coroutines awaiting it are destroyed
 //   (their guards release what they hold) before the awaiting task resumes.
-//   when_any drops the result of a loser whose cancel found it done.
+//   A coroutine-race when_any drops the result of a loser whose cancel
+//   found it done (a channel item received as the winner completed).
 //
 // Guards: sb::permit, sb::mutex_guard and sb::rwlock_guard give back what
 // they hold when they go out of scope, or on reset() (a permit) / unlock() (a
@@ -488,6 +502,9 @@ public:
 
 	timer_service *timers() const noexcept { return timers_; }
 	sb_loop *native() noexcept { return &l_; }
+	// The seed of the next sb::when_any select on this loop: a round
+	// counter, so that ready cases take turns winning.
+	std::uint32_t next_select_seed() noexcept { return select_seed_++; }
 
 private:
 	friend class detail::promise_base;
@@ -505,6 +522,7 @@ private:
 	sb_loop l_;
 	timer_service *timers_;
 	detail::task_state *live_ = nullptr;
+	std::uint32_t select_seed_ = 0;
 };
 
 inline detail::promise_base::~promise_base()
@@ -788,6 +806,66 @@ inline void cancel_future(sb_watch_changed *f) noexcept
 	sb_watch_changed_cancel(f);
 }
 
+// Each future type's sb_future_ops, for a when_any's select.
+inline const sb_future_ops *ops_of(sb_semaphore_acquire *) noexcept
+{
+	return &sb_semaphore_acquire_ops;
+}
+inline const sb_future_ops *ops_of(sb_mutex_lock *) noexcept
+{
+	return &sb_mutex_lock_ops;
+}
+inline const sb_future_ops *ops_of(sb_rwlock_lock *) noexcept
+{
+	return &sb_rwlock_lock_ops;
+}
+inline const sb_future_ops *ops_of(sb_condvar_wait *) noexcept
+{
+	return &sb_condvar_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_event_wait *) noexcept
+{
+	return &sb_event_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_auto_event_wait *) noexcept
+{
+	return &sb_auto_event_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_barrier_wait *) noexcept
+{
+	return &sb_barrier_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_latch_wait *) noexcept
+{
+	return &sb_latch_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_once_wait *) noexcept
+{
+	return &sb_once_wait_ops;
+}
+inline const sb_future_ops *ops_of(sb_channel_send *) noexcept
+{
+	return &sb_channel_send_ops;
+}
+inline const sb_future_ops *ops_of(sb_channel_recv *) noexcept
+{
+	return &sb_channel_recv_ops;
+}
+inline const sb_future_ops *ops_of(sb_broadcast_send *) noexcept
+{
+	return &sb_broadcast_send_ops;
+}
+inline const sb_future_ops *ops_of(sb_broadcast_recv *) noexcept
+{
+	return &sb_broadcast_recv_ops;
+}
+inline const sb_future_ops *ops_of(sb_watch_changed *) noexcept
+{
+	return &sb_watch_changed_ops;
+}
+
+struct select_access;
+
 // A syncband future awaited by a task: registered by await_suspend, polled
 // again on every wake.  Not copyable, and movable only before it is first
 // awaited: the future must stay where it is while pending.  Nothing but the
@@ -856,6 +934,7 @@ protected:
 	int result_; // written by await_ready or a poll before it is read
 
 private:
+	friend struct select_access;
 	phase phase_ = phase::idle;
 };
 
@@ -883,6 +962,7 @@ protected:
 	Future future_;
 
 private:
+	friend struct select_access;
 	static int poll_again(pending_op *op, const sb_waker *w) noexcept
 	{
 		auto *a = static_cast<future_awaiter *>(op);
@@ -918,12 +998,19 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_semaphore_acquire_init(&future_, sem_, n_);
+		prepare();
 		return suspend(h);
 	}
 	permit await_resume() noexcept { return result_ == 0 ? permit(*sem_, n_) : permit(result_); }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_semaphore_acquire_init(&future_, sem_, n_);
+	}
+
 	sb_semaphore *sem_;
 	std::size_t n_;
 };
@@ -944,12 +1031,19 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_mutex_lock_init(&future_, m_);
+		prepare();
 		return suspend(h);
 	}
 	mutex_guard await_resume() noexcept { return mutex_guard(*m_); }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_mutex_lock_init(&future_, m_);
+	}
+
 	sb_mutex *m_;
 };
 
@@ -974,10 +1068,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		if (k_ == rwlock_guard::exclusive)
-			sb_rwlock_write_init(&future_, rw_);
-		else
-			sb_rwlock_read_init(&future_, rw_);
+		prepare();
 		return suspend(h);
 	}
 	rwlock_guard await_resume() noexcept
@@ -986,6 +1077,16 @@ public:
 	}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		if (k_ == rwlock_guard::exclusive)
+			sb_rwlock_write_init(&future_, rw_);
+		else
+			sb_rwlock_read_init(&future_, rw_);
+	}
+
 	sb_rwlock *rw_;
 	rwlock_guard::kind k_;
 };
@@ -1025,7 +1126,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_condvar_wait_init(&future_, cv_, guard_->mutex());
+		prepare();
 		return suspend(h);
 	}
 	// 0: notified, and the guard holds the mutex again.  -EPERM: the guard
@@ -1033,6 +1134,13 @@ public:
 	int await_resume() noexcept { return result_; }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_condvar_wait_init(&future_, cv_, guard_->mutex());
+	}
+
 	sb_condvar *cv_;
 	mutex_guard *guard_;
 };
@@ -1053,12 +1161,19 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_event_wait_init(&future_, e_);
+		prepare();
 		return suspend(h);
 	}
 	void await_resume() noexcept {}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_event_wait_init(&future_, e_);
+	}
+
 	sb_event *e_;
 };
 
@@ -1078,12 +1193,19 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_auto_event_wait_init(&future_, e_);
+		prepare();
 		return suspend(h);
 	}
 	void await_resume() noexcept {}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_auto_event_wait_init(&future_, e_);
+	}
+
 	sb_auto_event *e_;
 };
 
@@ -1104,7 +1226,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_barrier_wait_init(&future_, b_);
+		prepare();
 		return suspend(h);
 	}
 	// SB_BARRIER_LEADER for the generation's leader, 0 for the others,
@@ -1116,6 +1238,13 @@ public:
 	}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_barrier_wait_init(&future_, b_);
+	}
+
 	sb_barrier *b_;
 };
 
@@ -1137,12 +1266,19 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_latch_wait_init(&future_, l_);
+		prepare();
 		return suspend(h);
 	}
 	void await_resume() noexcept {}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_latch_wait_init(&future_, l_);
+	}
+
 	sb_latch *l_;
 };
 
@@ -1201,7 +1337,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_once_wait_init(&future_, o_);
+		prepare();
 		return suspend(h);
 	}
 	once_job await_resume() noexcept
@@ -1210,6 +1346,13 @@ public:
 	}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_once_wait_init(&future_, o_);
+	}
+
 	sb_once *o_;
 };
 
@@ -1242,13 +1385,20 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_channel_send_init(&future_, ch_, &item_);
+		prepare();
 		return suspend(h);
 	}
 	// 0 (sent) or -EPIPE (closed; the item was not sent).
 	int await_resume() noexcept { return result_; }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_channel_send_init(&future_, ch_, &item_);
+	}
+
 	sb_channel *ch_;
 	T item_; // the future sends from here: it stays put while pending
 };
@@ -1268,7 +1418,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_channel_recv_init(&future_, ch_, &item_);
+		prepare();
 		return suspend(h);
 	}
 	// The item, or empty once the channel is closed and drained.
@@ -1280,6 +1430,13 @@ public:
 	}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_channel_recv_init(&future_, ch_, &item_);
+	}
+
 	sb_channel *ch_;
 	T item_{};
 };
@@ -1413,13 +1570,20 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_broadcast_send_init(&future_, bc_, &item_);
+		prepare();
 		return suspend(h);
 	}
 	// 0 (sent to every subscriber) or -EPIPE (closed; not sent).
 	int await_resume() noexcept { return result_; }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_broadcast_send_init(&future_, bc_, &item_);
+	}
+
 	sb_broadcast *bc_;
 	T item_; // the future sends from here: it stays put while pending
 };
@@ -1439,7 +1603,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_broadcast_recv_init(&future_, rx_, &item_);
+		prepare();
 		return suspend(h);
 	}
 	broadcast_result<T> await_resume() noexcept
@@ -1448,6 +1612,13 @@ public:
 	}
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_broadcast_recv_init(&future_, rx_, &item_);
+	}
+
 	sb_broadcast_receiver *rx_;
 	T item_{};
 };
@@ -1591,7 +1762,7 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		sb_watch_changed_init(&future_, rx_);
+		prepare();
 		return suspend(h);
 	}
 	// True: a newer value exists.  False: closed and the last value read
@@ -1599,6 +1770,13 @@ public:
 	bool await_resume() noexcept { return result_ == 0; }
 
 private:
+	friend struct detail::select_access;
+	// Initialises the future, for this await or a when_any's select.
+	void prepare() noexcept
+	{
+		sb_watch_changed_init(&future_, rx_);
+	}
+
 	sb_watch_receiver *rx_;
 };
 
@@ -1760,6 +1938,7 @@ private:
 		return a->settle_cancelled(a->ops_->poll(a->fut_, &noop));
 	}
 
+	friend struct detail::select_access;
 	void *fut_;
 	const sb_future_ops *ops_;
 };
@@ -2150,14 +2329,154 @@ private:
 	std::size_t winner_ = none;
 };
 
+namespace detail {
+
+// What a when_any's select needs of a plain future awaiter of this header.
+struct select_access {
+	template <class A>
+	static sb_select_case select_case(A &a) noexcept
+	{
+		if constexpr (std::is_same_v<A, poll_awaiter>) {
+			return sb_select_case{ a.fut_, a.ops_, nullptr, 0 };
+		} else {
+			a.prepare();
+			return sb_select_case{ &a.future_, ops_of(&a.future_), nullptr, 0 };
+		}
+	}
+	// The winner: its result as a poll would have left it, then resumed.
+	template <class A>
+	static unit_or<awaited_t<A>> resume(A &a, int r) noexcept
+	{
+		a.result_ = r;
+		if constexpr (std::is_void_v<awaited_t<A>>) {
+			a.await_resume();
+			return std::monostate{};
+		} else {
+			return a.await_resume();
+		}
+	}
+};
+
+template <class A>
+struct is_broadcast_send : std::false_type {};
+template <class T>
+struct is_broadcast_send<broadcast_send_awaiter<T>> : std::true_type {};
+
+// An awaiter that is one C future and nothing more, whose cancel undoes it
+// or hands its grant on, so that a select can race it: every awaiter of
+// this header but a condvar wait (a loser would leave its guard's mutex
+// unheld) and a broadcast send (its item may have gone in), and no
+// combinator.
+template <class A>
+inline constexpr bool selectable = std::is_base_of_v<awaiter_core, A> &&
+				   !std::is_same_v<A, condvar_wait_awaiter> &&
+				   !is_broadcast_send<A>::value;
+
+} // namespace detail
+
+// co_await sb::when_any(a, b, ...) over plain future awaiters: one C select
+// (syncband/select.h) whose cases are their futures, held here.
+template <class... As>
+class select_awaiter : detail::pending_op {
+	static constexpr std::size_t N = sizeof...(As);
+	static_assert(N > 0 && N <= SB_SELECT_MAX_CASES, "sb::when_any: 1 to SB_SELECT_MAX_CASES");
+	using indices = std::index_sequence_for<As...>;
+	enum class phase : unsigned char { idle, pending, done, cancelled };
+
+public:
+	using result = std::variant<detail::unit_or<detail::awaited_t<As>>...>;
+
+	explicit select_awaiter(As... as) noexcept
+		: pending_op{ &poll_select, &cancel_select }, awaiters_(std::move(as)...)
+	{
+	}
+	select_awaiter(select_awaiter &&o) noexcept
+		: pending_op{ &poll_select, &cancel_select }, awaiters_(std::move(o.awaiters_))
+	{
+	}
+	select_awaiter(const select_awaiter &) = delete;
+	select_awaiter &operator=(const select_awaiter &) = delete;
+	// A destroyed coroutine: every case is cancelled (each hands on what it
+	// was granted); an item that moved meanwhile goes with the coroutine.
+	~select_awaiter()
+	{
+		if (phase_ == phase::pending)
+			static_cast<void>(sb_select_cancel(&sel_));
+	}
+
+	// Not even the uncontended paths: taking one would be an effect that
+	// the select could not undo.  The first poll looks at every case first.
+	bool await_ready() noexcept { return false; }
+	template <class Promise>
+	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
+	{
+		detail::strand *s = detail::strand_of(h);
+		prepare(indices{});
+		loop *l = s->task->owner;
+		// Cannot fail: 1 to SB_SELECT_MAX_CASES cases, each set, no flag.
+		static_cast<void>(sb_select_init(&sel_, cases_.data(), N,
+						 l ? l->next_select_seed() : 0, 0));
+		phase_ = phase::pending;
+		return detail::park(s, this, h, poll_select(this, &s->task->waker));
+	}
+	// The winner's result, at the winner's index.
+	result await_resume() noexcept { return take(indices{}); }
+
+private:
+	template <std::size_t... I>
+	void prepare(std::index_sequence<I...>) noexcept
+	{
+		((cases_[I] = detail::select_access::select_case(std::get<I>(awaiters_))), ...);
+	}
+	template <std::size_t... I>
+	result take(std::index_sequence<I...>) noexcept
+	{
+		auto winner = static_cast<std::size_t>(sb_select_index(&sel_));
+		int r = sb_select_result(&sel_);
+		std::optional<result> out;
+		((I == winner ? static_cast<void>(out.emplace(
+					std::in_place_index<I>,
+					detail::select_access::resume(std::get<I>(awaiters_), r)))
+			      : void()),
+		 ...);
+		return std::move(*out);
+	}
+
+	static int poll_select(pending_op *op, const sb_waker *w) noexcept
+	{
+		auto *a = static_cast<select_awaiter *>(op);
+		if (sb_select_poll(&a->sel_, w) == SB_PENDING)
+			return SB_PENDING;
+		a->phase_ = phase::done; // a case won; the others are cancelled
+		return 0;
+	}
+	static bool cancel_select(pending_op *op) noexcept
+	{
+		auto *a = static_cast<select_awaiter *>(op);
+		bool won = sb_select_cancel(&a->sel_) == 0;
+		a->phase_ = won ? phase::done : phase::cancelled;
+		return won;
+	}
+
+	std::tuple<As...> awaiters_;
+	std::array<sb_select_case, N> cases_;
+	sb_select sel_;
+	phase phase_ = phase::idle;
+};
+
 // Runs every awaitable (an awaiter or an sb::task, moved in) concurrently
 // within the awaiting task until one completes; the others are cancelled.
-// The C select (syncband/select.h) waits on plain futures; this one races
-// whole coroutines, polling each in turn.
+// When every one is a plain future awaiter (detail::selectable), that is
+// one C select over their futures (select_awaiter): exactly one takes
+// effect.  Otherwise the branches are coroutines raced in turn
+// (when_any_awaiter): see the header comment for what a loser may lose.
 template <class... As>
-when_any_awaiter<detail::awaited_t<As>...> when_any(As... as)
+auto when_any(As... as)
 {
-	return when_any_awaiter<detail::awaited_t<As>...>(detail::as_task(std::move(as))...);
+	if constexpr ((detail::selectable<As> && ...))
+		return select_awaiter<As...>(std::move(as)...);
+	else
+		return when_any_awaiter<detail::awaited_t<As>...>(detail::as_task(std::move(as))...);
 }
 
 namespace detail {

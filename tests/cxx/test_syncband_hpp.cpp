@@ -972,6 +972,158 @@ void a_losing_task_is_destroyed_and_releases_its_guards_before_the_winner_resume
 	assert_int_equal(sb_event_destroy(&hold), 0); // its wait left the queue
 }
 
+// ------------------------------------------------------------ when_any as a select
+
+using two_items = std::variant<std::optional<int>, std::optional<int>>;
+
+sb::task<> recv_either(sb::channel<int> &a, sb::channel<int> &b, std::optional<two_items> &out)
+{
+	out.emplace(co_await sb::when_any(a.recv(), b.recv()));
+}
+
+void when_any_over_two_ready_channels_takes_exactly_one_item(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	int sa[1], sb_[1];
+	sb::channel<int> a(sa), b(sb_);
+	assert_int_equal(a.try_send(1), 0);
+	assert_int_equal(b.try_send(2), 0);
+	std::optional<two_items> out;
+	l.spawn(recv_either(a, b, out));
+	l.run_ready();
+	assert_true(out.has_value());
+	const std::optional<int> &got = out->index() == 0 ? std::get<0>(*out) : std::get<1>(*out);
+	assert_true(got.has_value());
+	assert_int_equal(*got, out->index() == 0 ? 1 : 2);
+	assert_int_equal(a.size() + b.size(), 1); // the loser's item stays in its channel
+	drain(l);
+}
+
+void a_receive_handed_an_item_as_its_rival_channel_closes_keeps_the_item(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb::channel<int> a(nullptr, 0), b(nullptr, 0); // rendezvous: items go to waiters
+	std::optional<two_items> out;
+	l.spawn(recv_either(a, b, out));
+	l.run_ready(); // both receives wait
+	assert_false(out.has_value());
+	assert_int_equal(a.try_send(7), 0); // handed to the waiting receive
+	b.close(); // the other receive would now complete, closed
+	l.run_ready(); // this poll looks at b first (rotated): b lost the claim
+	assert_true(out.has_value());
+	assert_int_equal(out->index(), 0);
+	assert_true(std::get<0>(*out).has_value());
+	assert_int_equal(*std::get<0>(*out), 7);
+	drain(l);
+}
+
+sb::task<> count_wins(sb::channel<int> &a, sb::channel<int> &b, int rounds, int (&wins)[2], bool &lost)
+{
+	for (int i = 0; i < rounds; i++) {
+		two_items r = co_await sb::when_any(a.recv(), b.recv());
+		wins[r.index()]++;
+		sb::channel<int> &drained = r.index() == 0 ? a : b;
+		lost = lost || drained.try_send(i) != 0 || a.size() + b.size() != 2;
+	}
+}
+
+void when_any_over_always_ready_channels_lets_each_win_in_turn(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	int sa[1], sb_[1];
+	sb::channel<int> a(sa), b(sb_);
+	assert_int_equal(a.try_send(0), 0);
+	assert_int_equal(b.try_send(0), 0);
+	int wins[2] = { 0, 0 };
+	bool lost = false;
+	l.spawn(count_wins(a, b, 1000, wins, lost));
+	drain(l);
+	assert_int_equal(wins[0], 500); // the loop's seed rotates every round
+	assert_int_equal(wins[1], 500);
+	assert_false(lost);
+}
+
+using lock_or_permit = std::variant<sb::mutex_guard, sb::permit>;
+
+sb::task<> lock_or_acquire(sb_mutex &m, sb_semaphore &s, std::optional<lock_or_permit> &out)
+{
+	out.emplace(co_await sb::when_any(sb::lock(m), sb::acquire(s)));
+}
+
+void a_losing_lock_or_permit_case_hands_its_grant_to_the_next_waiter(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	sb_mutex m = SB_MUTEX_INIT;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	assert_int_equal(sb_mutex_try_lock(&m), 0);
+	std::optional<lock_or_permit> out;
+	std::optional<sb::mutex_guard> next;
+	l.spawn(lock_or_acquire(m, s, out));
+	l.spawn([](sb_mutex &mu, std::optional<sb::mutex_guard> &g) -> sb::task<> {
+		g.emplace(co_await sb::lock(mu));
+	}(m, next));
+	l.run_ready(); // the select waits on both; the second task queues on m behind it
+	sb_semaphore_release(&s, 1);
+	assert_int_equal(sb_mutex_unlock(&m), 0); // handed to the select's lock case
+	l.run_ready();
+	l.run_ready();
+	assert_true(out.has_value());
+	if (out->index() == 0) { // the lock won: the permit went back
+		assert_true(std::get<0>(*out).owns_lock());
+		assert_int_equal(sb_semaphore_available(&s), 1);
+		assert_false(next.has_value());
+		out.reset(); // unlocks: the next waiter gets it
+		drain(l);
+	} else { // the permit won: the lock went on to the next waiter
+		assert_true(static_cast<bool>(std::get<1>(*out)));
+		assert_true(next.has_value());
+		assert_true(next->owns_lock());
+		out.reset();
+	}
+	next.reset();
+	drain(l);
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+using item_or_deadline = std::variant<std::optional<int>, int>;
+
+sb::task<> recv_until(sb::channel<int> &ch, sb_deadline &d, sb::waker &timer,
+		      std::optional<item_or_deadline> &out)
+{
+	timer = co_await sb::current_waker(); // what the loop's timer would wake
+	out.emplace(co_await sb::when_any(ch.recv(), sb::poll(&d, &sb_deadline_ops)));
+}
+
+void a_deadline_case_that_expires_first_leaves_later_items_in_the_channel(void **)
+{
+	sb::loop l(count_ring, nullptr);
+	int slots[2];
+	sb::channel<int> ch(slots);
+	sb_event never = SB_EVENT_INIT(0);
+	sb_event_wait inner;
+	sb_event_wait_init(&inner, &never);
+	sb_deadline d;
+	sb_deadline_init(&d, &inner, &sb_event_wait_ops);
+	std::optional<item_or_deadline> out;
+	sb::waker timer;
+	l.spawn(recv_until(ch, d, timer, out));
+	l.run_ready();
+	assert_false(out.has_value());
+	sb_deadline_expire(&d); // as a loop's timer does: expire, then wake
+	timer.wake();
+	timer.reset();
+	l.run_ready();
+	assert_true(out.has_value());
+	assert_int_equal(out->index(), 1);
+	assert_int_equal(std::get<1>(*out), -ETIMEDOUT);
+	assert_int_equal(ch.try_send(5), 0);
+	assert_int_equal(ch.size(), 1); // the receive case was cancelled, not left waiting
+	drain(l);
+	assert_int_equal(sb_event_destroy(&never), 0);
+}
+
 // ------------------------------------------------------------ timeout
 
 // The loop's timers, on a clock the test moves.
@@ -1631,6 +1783,11 @@ int main()
 		cmocka_unit_test(when_all_rethrows_a_branch_exception_once_every_branch_is_done),
 		cmocka_unit_test(when_any_resumes_with_the_first_to_complete_and_hands_the_losers_grants_on),
 		cmocka_unit_test(a_losing_task_is_destroyed_and_releases_its_guards_before_the_winner_resumes),
+		cmocka_unit_test(when_any_over_two_ready_channels_takes_exactly_one_item),
+		cmocka_unit_test(a_receive_handed_an_item_as_its_rival_channel_closes_keeps_the_item),
+		cmocka_unit_test(when_any_over_always_ready_channels_lets_each_win_in_turn),
+		cmocka_unit_test(a_losing_lock_or_permit_case_hands_its_grant_to_the_next_waiter),
+		cmocka_unit_test(a_deadline_case_that_expires_first_leaves_later_items_in_the_channel),
 		cmocka_unit_test(a_timeout_that_passes_first_cancels_the_wait_and_gives_nothing),
 		cmocka_unit_test(an_await_that_completes_before_its_timeout_gives_its_result_and_disarms_the_timer),
 		cmocka_unit_test(a_grant_that_arrives_with_the_timeout_wins),

@@ -128,14 +128,14 @@ static inline void ch_make_room(sb_channel *ch, sb_wake_batch *b)
 static void ring_push(sb_channel *ch, const void *item)
 {
 	assert(ch->len < ch->capacity);
-	memcpy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch_item_size(ch));
+	sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch->item_size);
 	ch->len++;
 }
 
 static void ring_pop(sb_channel *ch, void *item)
 {
 	assert(ch->len > 0);
-	memcpy(item, ch_slot(ch, ch->head), ch_item_size(ch));
+	sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
 	ch->head = ch_slot_after_head(ch, 1);
 	ch->len--;
 }
@@ -208,7 +208,10 @@ static size_t ch_hand_to_receiver(sb_channel *ch, sb_waiter *w, const void *item
 {
 	sb_channel_recv *r = ch_receiver(w);
 	size_t k = n < r->count ? n : r->count;
-	memcpy(r->items, items, k * ch_item_size(ch));
+	if (k == 1)
+		sb__channel_copy(r->items, items, ch->item_size);
+	else
+		memcpy(r->items, items, k * ch_item_size(ch));
 	r->count = (uint32_t)k;
 	/* The detach's release store hands the receiver its items. */
 	sb_waitq_detach(&ch->q, w, SB_WAITER_GRANTED, b);
@@ -284,7 +287,7 @@ static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, const sb_sel
 			continue;
 		if (w == NULL)
 			break;
-		memcpy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch_item_size(ch));
+		sb__channel_copy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch->item_size);
 		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
 	}
 	ch_refill_from_senders(ch, self, b);

@@ -128,14 +128,14 @@ static inline void ch_make_room(sb_channel *ch, sb_wake_batch *b)
 static void ring_push(sb_channel *ch, const void *item)
 {
 	assert(ch->len < ch->capacity);
-	memcpy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch_item_size(ch));
+	sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch->item_size);
 	ch->len++;
 }
 
 static void ring_pop(sb_channel *ch, void *item)
 {
 	assert(ch->len > 0);
-	memcpy(item, ch_slot(ch, ch->head), ch_item_size(ch));
+	sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
 	ch->head = ch_slot_after_head(ch, 1);
 	ch->len--;
 }
@@ -161,8 +161,8 @@ static sb_waiter ch_again_node;
  * again); one of `self` (the select the holder's operation polls for) is
  * passed over and stays.
  */
-static sb_waiter *ch_claim_front(sb_waiter **head, sb_waiter **tail, const sb_select *self,
-				 sb_wake_batch *b)
+static sb_waiter *ch_claim_walk(sb_waiter **head, sb_waiter **tail, const sb_select *self,
+				sb_wake_batch *b)
 {
 	for (sb_waiter *w = *head; w; w = w->next) {
 		size_t r = sb_waiter_remaining_locked(w);
@@ -180,6 +180,17 @@ static sb_waiter *ch_claim_front(sb_waiter **head, sb_waiter **tail, const sb_se
 		}
 	}
 	return NULL;
+}
+
+/* ch_claim_walk, with the common cases inline: nobody waits, or the oldest
+ * waiter is no select's case and is served without a claim. */
+static inline sb_waiter *ch_claim_front(sb_waiter **head, sb_waiter **tail,
+					const sb_select *self, sb_wake_batch *b)
+{
+	sb_waiter *w = *head;
+	if (w == NULL || sb_waiter_remaining_locked(w) == CH_WAITING)
+		return w;
+	return ch_claim_walk(head, tail, self, b);
 }
 
 static inline sb_channel_send *ch_sender(sb_waiter *w)
@@ -208,7 +219,10 @@ static size_t ch_hand_to_receiver(sb_channel *ch, sb_waiter *w, const void *item
 {
 	sb_channel_recv *r = ch_receiver(w);
 	size_t k = n < r->count ? n : r->count;
-	memcpy(r->items, items, k * ch_item_size(ch));
+	if (k == 1)
+		sb__channel_copy(r->items, items, ch->item_size);
+	else
+		memcpy(r->items, items, k * ch_item_size(ch));
 	r->count = (uint32_t)k;
 	/* The detach's release store hands the receiver its items. */
 	sb_waitq_detach(&ch->q, w, SB_WAITER_GRANTED, b);
@@ -263,6 +277,31 @@ static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n,
 }
 
 /*
+ * ch_send_locked of one item, with the common cases inline: nobody waits
+ * (the ring, if it has room), or the oldest receiver is no select's case.
+ */
+static inline size_t ch_send_one_locked(sb_channel *ch, const void *item,
+					const sb_select *self, sb_wake_batch *b)
+{
+	sb_waiter *w = ch->q.head;
+	if (w == NULL) {
+		if (ch->len == ch->capacity)
+			return 0;
+		ring_push(ch, item);
+		return 1;
+	}
+	if (sb_wake_batch_is_full(b) || sb_waiter_remaining_locked(w) != CH_WAITING)
+		return ch_send_locked(ch, item, 1, self, b);
+	/* One item: every waiting receive takes at least one. */
+	sb_channel_recv *r = ch_receiver(w);
+	sb__channel_copy(r->items, item, ch->item_size);
+	r->count = 1;
+	/* The detach's release store hands the receiver its item. */
+	sb_waitq_detach(&ch->q, w, SB_WAITER_GRANTED, b);
+	return 1;
+}
+
+/*
  * Under the lock: receives up to `n` of the oldest items into `items` - from
  * the ring, or (the ring empty) straight from waiting senders - then refills
  * the ring from the senders still waiting.  Returns how many.
@@ -284,11 +323,27 @@ static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, const sb_sel
 			continue;
 		if (w == NULL)
 			break;
-		memcpy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch_item_size(ch));
+		sb__channel_copy(ch_item_at_mut(ch, items, got++), ch_sender(w)->item, ch->item_size);
 		ch_complete_sender(ch, w, SB_WAITER_GRANTED, b);
 	}
-	ch_refill_from_senders(ch, self, b);
+	if (ch->send_head)
+		ch_refill_from_senders(ch, self, b);
 	return got;
+}
+
+/*
+ * ch_recv_locked of one item, with the common case inline: no sender waits,
+ * so there is no sender to take it from nor to refill the ring from.
+ */
+static inline size_t ch_recv_one_locked(sb_channel *ch, void *item, const sb_select *self,
+					sb_wake_batch *b)
+{
+	if (ch->send_head)
+		return ch_recv_locked(ch, item, 1, self, b);
+	if (ch->len == 0)
+		return 0;
+	ring_pop(ch, item);
+	return 1;
 }
 
 /* ------------------------------------------------------------- lifetime */
@@ -513,8 +568,13 @@ static sb_waker ch_clone_if_wait_likely(const sb_channel *ch, size_t other, cons
 	return sb_waker_clone(w);
 }
 
-/* Done, or queued with a clone of `w`: the lock decides, the clone is made outside it. */
-static int ch_send_first_poll(void *future, const sb_waker *w)
+/*
+ * Done, or queued with a clone of `w`: the lock decides, the clone is made
+ * outside it.  Inlined into the slow poll (as is the receive's): a first
+ * poll that hands over or waits is every round of two tasks that take turns.
+ */
+static inline __attribute__((always_inline)) int ch_send_first_poll(void *future,
+								   const sb_waker *w)
 {
 	sb_channel_send *f = future;
 	sb_channel *ch = f->channel;
@@ -530,7 +590,7 @@ static int ch_send_first_poll(void *future, const sb_waker *w)
 		}
 		sb_wake_batch batch;
 		sb_wake_batch_init(&batch);
-		if (ch_send_locked(ch, f->item, 1, self, &batch) == 1) {
+		if (ch_send_one_locked(ch, f->item, self, &batch) == 1) {
 			ch_unlock(ch);
 			sb_waitq_after_unlock(&batch, clone);
 			return 0;
@@ -587,7 +647,8 @@ int sb_channel_send_cancel(sb_channel_send *f)
 	return f->status = ch_cancel_waiter(ch, &f->waiter, &ch->send_head, &ch->send_tail);
 }
 
-static int ch_recv_first_poll(void *future, const sb_waker *w)
+static inline __attribute__((always_inline)) int ch_recv_first_poll(void *future,
+								   const sb_waker *w)
 {
 	sb_channel_recv *f = future;
 	sb_channel *ch = f->channel;
@@ -601,7 +662,8 @@ static int ch_recv_first_poll(void *future, const sb_waker *w)
 		ch_lock(ch);
 		sb_wake_batch batch;
 		sb_wake_batch_init(&batch);
-		size_t got = ch_recv_locked(ch, f->items, f->count, self, &batch);
+		size_t got = f->count == 1 ? ch_recv_one_locked(ch, f->items, self, &batch)
+					   : ch_recv_locked(ch, f->items, f->count, self, &batch);
 		/* Read after: a flush in ch_recv_locked may have let a close in. */
 		bool closed = ch_is_closed_locked(ch);
 		if (got > 0 || closed) {
@@ -646,7 +708,9 @@ static __attribute__((noinline)) bool ch_recv_probe_says_not_now(const sb_channe
 
 int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
-	if (f->status == SB_FUTURE_IDLE && ch_recv_probe_says_not_now(f, w))
+	/* sb_select_probing first: a poll of no select's makes no call. */
+	if (f->status == SB_FUTURE_IDLE && sb_select_probing(w) &&
+	    ch_recv_probe_says_not_now(f, w))
 		return SB_PENDING; /* left unpolled */
 	return sb_wait_future_poll(&f->status, f->channel, f, w, ch_recv_first_poll,
 				   ch_recv_repoll);

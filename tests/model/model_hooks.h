@@ -62,6 +62,13 @@ void sb_model_fence(sb_model_site *site, int order);
  */
 void sb_model_plain_access(const void *addr, bool write);
 
+/*
+ * The channel copies every item through memcpy, also those of the sizes it
+ * otherwise copies inline (include/syncband/channel.h): test_model_channel
+ * and test_model_select watch item memory through __wrap_memcpy.
+ */
+#define SB__CHANNEL_COPY_BY_MEMCPY 1
+
 #define SB_MODEL_SITE_()                                                             \
 	__extension__({                                                              \
 		static sb_model_site sb_site_ = { .file = __FILE__, .line = __LINE__ }; \

@@ -3,72 +3,34 @@
  * syncband/broadcast.h - a bounded broadcast channel: every item sent goes
  * to every subscribed receiver, over slots the caller provides.
  *
- * Semantics
- *   - Items are copied in and out by value (item_size bytes each) through
- *     the caller's ring of `capacity` slots.  Nothing here allocates.
- *   - A receiver is a caller-owned struct (sb_broadcast_receiver: its
- *     cursor, the next item it will read) that subscribes and unsubscribes
- *     at any time.  A new subscriber sees what is sent after it subscribed;
- *     items sent while nobody is subscribed are nobody's.  Each receiver
- *     reads every item in the order sent, unless it lags (below).
- *   - The overflow policy, fixed at init:
- *       SB_BROADCAST_LAGGING       sending never waits.  Each send takes the
- *                                  next slot, overwriting the oldest item.  A
- *                                  receiver that fell more than capacity
- *                                  items behind is told so: its next receive
- *                                  fails with -EOVERFLOW, and
- *                                  sb_broadcast_receiver_missed() says how
- *                                  many items it missed; it then resumes at
- *                                  the oldest item still held.
- *       SB_BROADCAST_BACKPRESSURE  a send waits while the ring holds
- *                                  `capacity` items some subscriber has not
- *                                  read: a slot is reused only after every
- *                                  subscriber that must read it has.  Waiting
- *                                  senders are served first come, first
- *                                  served, and nobody barges: while senders
- *                                  wait, try_send() finds the ring full.
- *                                  Unsubscribing releases whatever the
- *                                  receiver had not read.
- *   - Close is end-of-stream.  After sb_broadcast_close(), every send fails
- *     with -EPIPE (a waiting sender's item was not taken), and each receiver
- *     first gets the items it has not read, then -EPIPE.
- *   - Cancellation loses nothing and doubles nothing.  A receive copies an
- *     item only in the poll that returns 0, so a cancelled receive took
- *     nothing (-ECANCELED): the item is the receiver's next.  A waiting
- *     send's cancel returns 0 when its item had already gone into the ring,
- *     else -ECANCELED (the item was not sent).  A blocking wait that runs
- *     out of time reports such a completion instead of -ETIMEDOUT.
+ *   - Items are copied by value through the caller's ring; nothing
+ *     allocates.  A receiver (caller-owned) gets the items sent after it
+ *     subscribed, in the order sent, unless it lags.
+ *   - SB_BROADCAST_LAGGING: a send never waits; it overwrites the oldest
+ *     item, and a receiver more than capacity behind gets -EOVERFLOW once
+ *     (sb_broadcast_receiver_missed() counts), then resumes at the oldest
+ *     item held.  SB_BROADCAST_BACKPRESSURE: a send waits until every
+ *     subscriber has read the slot it needs; senders are served in arrival
+ *     order, and nobody barges.
+ *   - Close is end-of-stream: receivers get what they have not read, then
+ *     -EPIPE.  Cancel loses and doubles nothing: a cancelled receive took
+ *     nothing; a send's cancel returns 0 if its item went in.
  *
- * Memory ordering: a send happens-before every receive that gets its item.
+ * Ordering: a send happens-before every receive that gets its item.
+ * Thread safety: any thread, except init/destroy; a receiver is one
+ * reader's (one receive in flight; its receives, unsubscribe and missed()
+ * must not race).  Pending futures, their items and subscribed receivers
+ * stay put until done, cancelled or unsubscribed.
  *
- * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that a receiver is one reader's: its
- * receives, its unsubscribe and sb_broadcast_receiver_missed() must not run
- * concurrently with each other, and it has at most one receive in flight (a
- * pending future, or a blocking wait) at a time.  A future is driven by one
- * thread at a time.  A pending future, the item memory it names, and a
- * subscribed receiver must stay where they are until they complete, are
- * cancelled or unsubscribe.
- *
- * Errors (negative errno; every error leaves the broadcast and the receiver
- * unchanged; -EINVAL for bad arguments comes before -EPIPE)
- *   -EINVAL      init(): item_size 0 or above UINT32_MAX, capacity 0 or above
- *                SB_BROADCAST_MAX_CAPACITY, storage NULL or not aligned for
- *                the item (see sb_broadcast_init), an unknown policy; a NULL
- *                item pointer; a receiver that is not subscribed (never, or
- *                no longer: use after unsubscribe); subscribe() of a
- *                receiver that is subscribed; a never-initialised (zeroed)
- *                future
- *   -EOVERFLOW   init(): capacity * item_size does not fit in a size_t;
- *                a receive of a lagging receiver that missed items (see
- *                sb_broadcast_receiver_missed; the next receive goes on)
- *   -EAGAIN      try_send(): back-pressure and the ring full, or senders
- *                wait; try_recv(): nothing new for this receiver
- *   -EPIPE       sends and subscribe after close; receives once closed and
- *                this receiver has read everything
- *   -EBUSY       destroy() with receivers subscribed or futures waiting;
- *                unsubscribe() while a receive of that receiver waits
- *   -ETIMEDOUT   a blocking send or receive ran out of time (nothing moved)
+ * Errors (negative errno; the broadcast and the receiver stay unchanged;
+ * -EINVAL for bad arguments comes before -EPIPE)
+ *   -EINVAL      init() (see there); a NULL item; a receiver not subscribed
+ *                (or subscribe() of one that is); a zeroed future
+ *   -EOVERFLOW   init() (see there); a receive that lagged (the next goes on)
+ *   -EAGAIN      try_send(): no room, or senders wait; try_recv(): nothing new
+ *   -EPIPE       sends and subscribe after close; receives once read out
+ *   -EBUSY       destroy() while in use; unsubscribe() while a receive waits
+ *   -ETIMEDOUT   a blocking wait ran out of time (nothing moved)
  *   -ECANCELED   poll or cancel of a future cancelled before it completed
  */
 #ifndef SYNCBAND_BROADCAST_H
@@ -161,7 +123,10 @@ typedef struct sb_broadcast_recv {
  * (SB_BROADCAST_STORAGE_SIZE), aligned to the largest power of two that
  * divides item_size, up to 16 (an array of the item type is), and stay
  * valid until destroy.  `policy`: SB_BROADCAST_LAGGING or
- * SB_BROADCAST_BACKPRESSURE.  Returns 0, -EINVAL or -EOVERFLOW.
+ * SB_BROADCAST_BACKPRESSURE.  Returns 0; -EINVAL when item_size is 0 or
+ * above UINT32_MAX, capacity is 0 or above SB_BROADCAST_MAX_CAPACITY,
+ * storage is NULL or not so aligned, or the policy is unknown; -EOVERFLOW
+ * when capacity * item_size does not fit in a size_t.
  */
 SB_API int sb_broadcast_init(sb_broadcast *bc, void *storage, size_t item_size, size_t capacity,
 			     int policy);

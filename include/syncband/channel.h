@@ -3,57 +3,35 @@
  * syncband/channel.h - a bounded multi-producer, multi-consumer channel of
  * fixed-size items, over slots the caller provides.
  *
- * Semantics
- *   - Items are copied in and out by value (item_size bytes each) through
- *     the caller's slot array of `capacity` items.  The channel never
- *     allocates, nor does any operation on it.
- *   - capacity 0 is a rendezvous channel: a send completes only when a
- *     receiver takes its item, which goes straight from the sender's memory
- *     to the receiver's.
- *   - Order: items from one sender arrive in the order sent.  Waiting
- *     senders are served first come, first served, and so are waiting
- *     receivers.  A sender that finds a receiver waiting copies its item
- *     straight into that receiver's memory; a receive that frees a slot
- *     moves the oldest waiting sender's item into the ring.  Nobody barges:
- *     while senders wait, try_send() finds the channel full, and while
- *     receivers wait, try_recv() finds it empty.
- *   - Close is end-of-stream.  After sb_channel_close(), every send fails
- *     with -EPIPE (a waiting sender's item was not taken: it is still the
- *     sender's), and receivers first get every item sent before the close,
- *     in order, then -EPIPE.  try_recv() tells empty (-EAGAIN) from closed
- *     and drained (-EPIPE).
- *   - Cancellation loses nothing and doubles nothing.  A future's cancel
- *     returns what happened: 0 when its operation had already completed
- *     (a send whose item was taken; a receive whose items were copied into
- *     the caller's memory, which are then the caller's), -ECANCELED when it
- *     had not (a send's item is still the caller's; nothing was received).
- *     After cancel, a poll returns the same.  A deadline (deadline.h) or a
- *     blocking wait that runs out of time reports such a completion instead
- *     of -ETIMEDOUT.
- *   - force_send() never waits: when the ring is full it evicts the oldest
- *     item into the caller's buffer and puts the new one at the back.
+ *   - Items are copied by value through the caller's slots; nothing
+ *     allocates.  Capacity 0 is a rendezvous: a send completes only when a
+ *     receiver takes its item.  force_send() never waits: it evicts the
+ *     oldest item when full.
+ *   - One sender's items arrive in order; waiting senders, and receivers,
+ *     are served in arrival order, and nobody barges.
+ *   - Close is end-of-stream: sends fail with -EPIPE (a waiting sender's
+ *     item stays its own); receivers get every item sent before the close,
+ *     in order, then -EPIPE.
+ *   - Cancel loses and doubles nothing: it returns 0 when the operation had
+ *     completed (the item taken, or received into the caller's memory),
+ *     else -ECANCELED; a later poll returns the same.  A deadline or a
+ *     timed-out wait reports such a completion instead.
  *
- * Memory ordering: a send happens-before the receive that gets its item.
+ * Ordering: a send happens-before the receive that gets its item.
+ * Thread safety: any thread, except init/destroy; one future is driven by
+ * one thread at a time, and stays put, with its item memory, until it
+ * completes or is cancelled.
  *
- * Thread safety: every function may be called from any thread concurrently,
- * except init/destroy, and except that one future is driven by one thread at
- * a time (its poll and cancel must not race each other).  A pending future,
- * and the item memory it names, must stay where they are until it completes
- * or is cancelled: the other side copies from or into that memory.
- *
- * Errors (negative errno; every error leaves the channel unchanged; -EINVAL
- * for bad arguments comes before -EPIPE)
- *   -EINVAL      init(): item_size 0 or above UINT32_MAX, capacity above
- *                SB_CHANNEL_MAX_CAPACITY, storage NULL with a capacity, or
- *                storage not aligned for the item (see sb_channel_init);
- *                a NULL item pointer; a batch of more than INT_MAX items,
- *                or a receive of 0; a never-initialised (zeroed) future
+ * Errors (negative errno; the channel stays unchanged; -EINVAL for bad
+ * arguments comes before -EPIPE)
+ *   -EINVAL      init() (see there); a NULL item pointer; a batch of more
+ *                than INT_MAX items or a receive of 0; a zeroed future
  *   -EOVERFLOW   init(): capacity * item_size does not fit in a size_t
- *   -EAGAIN      try_*(): full (send) or empty (receive); force_send() on a
- *                rendezvous channel with no receiver waiting
+ *   -EAGAIN      try_*(): full or empty (also while the other side waits);
+ *                force_send() on a rendezvous with no receiver waiting
  *   -EPIPE       sends after close; receives once closed and drained
  *   -EBUSY       destroy() while futures wait
- *   -ETIMEDOUT   a blocking send or receive ran out of time (nothing moved)
+ *   -ETIMEDOUT   a blocking wait ran out of time (nothing moved)
  *   -ECANCELED   poll or cancel of a future cancelled before it completed
  */
 #ifndef SYNCBAND_CHANNEL_H
@@ -134,7 +112,9 @@ typedef struct sb_channel_recv {
  * `capacity` items of `item_size` bytes (SB_CHANNEL_STORAGE_SIZE) and stay
  * valid until destroy.  `storage` must be aligned to the largest power of
  * two that divides item_size, up to 16 (an array of the item type is).
- * Returns 0, -EINVAL or -EOVERFLOW (see the errors above).
+ * Returns 0; -EINVAL when item_size is 0 or above UINT32_MAX, capacity is
+ * above SB_CHANNEL_MAX_CAPACITY, or storage is NULL with a capacity or not
+ * so aligned; -EOVERFLOW when capacity * item_size does not fit in a size_t.
  */
 SB_API int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity);
 

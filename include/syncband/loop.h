@@ -1,78 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * syncband/loop.h - drive syncband futures from any event loop (libuv, epoll,
- * a GUI loop, C++ coroutines): the pieces every integration needs, once.
+ * syncband/loop.h - drive syncband futures from any event loop: a refcounted
+ * task (the wake target), a ready queue, one waker, and the shutdown answer.
  *
- *   - sb_loop_task, embedded in your task: a refcounted wake target.  Every
- *     waker clone holds a reference, so a wake or drop that arrives after the
- *     task completed (future.h says when that happens) touches live memory.
- *     Your release function runs, on the loop's thread, once the last
- *     reference is gone: free the task there.
- *   - sb_loop: a lock-free ready queue of tasks.  Any thread may push (a
- *     wake, a spawn); only the loop's thread takes (multi-producer, single
- *     consumer).  A push rings your doorbell - the ring(ctx) hook you give
- *     sb_loop_init, e.g. uv_async_send or a write to an eventfd - only when
- *     the queue goes from empty to non-empty while the loop is not running
- *     its ready tasks, so one ring serves every wake until the loop runs.
- *     A wake while the loop runs its tasks (one task waking another on the
- *     loop's thread, or any thread's) never rings: sb_loop_run_ready runs
- *     the woken task in the same call, until the queue is empty or
- *     SB_LOOP_BUDGET polls are spent.
- *   - one waker (sb_loop_task_waker) built on both: wake queues the task and
- *     rings if needed; clone and drop count references; wake consumes one.
- *   - references of your own (sb_loop_task_ref/unref): a handle that points
- *     at the task (a socket watcher, a timer) holds one, so the release
- *     function - the one place that frees the task - runs only once the task
- *     finished and every handle let go.
- *   - the shutdown answer: sb_loop_close() makes later spawns fail, and
- *     sb_loop_idle() is true once every task has been released, i.e. every
- *     waker clone has been woken or dropped and every reference unref'd, so
- *     nothing will call ring again and the doorbell may be closed.
+ *   - sb_loop_task, embedded in your task: every waker clone and every
+ *     sb_loop_task_ref holds a reference, so a late wake or drop (future.h)
+ *     touches live memory.  Your release function runs on the loop's thread
+ *     once the last reference is gone: free the task there.
+ *   - sb_loop: a lock-free multi-producer, single-consumer ready queue.  A
+ *     push rings your doorbell (the ring(ctx) hook given to sb_loop_init)
+ *     only when the loop is not already due to look: never during
+ *     sb_loop_run_ready, which runs tasks woken meanwhile in the same call,
+ *     until the queue is empty or SB_LOOP_BUDGET polls are spent.
+ *   - A task's poll returns SB_PENDING while it waits (it registered its
+ *     waker, or arranged a wake), else 0 or a negative errno: it is then
+ *     never polled again.  A wake means "poll again".  Wakes that arrive
+ *     while a task is queued are merged; one that arrives during its poll
+ *     queues it again, behind the tasks queued before it.
+ *   - Shutdown: after sb_loop_close(), spawns fail with -ESHUTDOWN; once
+ *     sb_loop_idle() is true nothing rings again: close the doorbell.
  *
- * A loop does, on its own thread:
+ * Deadlines and early stops go through the task's poll (deadline.h,
+ * sb_loop_wake); docs/integration.md shows a whole libuv integration.
  *
- *   static void ring(void *ctx) { uv_async_send(ctx); }        any thread
- *   static void on_doorbell(uv_async_t *a)                     loop thread
- *   {
- *           sb_loop_run_ready(&loop);       polls until no task is ready
- *           if (shutting_down && sb_loop_idle(&loop))
- *                   uv_close((uv_handle_t *)a, NULL);
- *   }
- *   sb_loop_init(&loop, ring, &async);
- *   sb_loop_task_init(&req->task, req_poll, req_release);
- *   sb_loop_spawn(&loop, &req->task);       first poll at the next run
- *
- * and the task's poll function drives its futures with the waker it is given:
- *
- *   static int req_poll(sb_loop_task *t, const sb_waker *w)
- *   {
- *           struct req *r = SB_CONTAINER_OF(t, struct req, task);
- *           return sb_semaphore_acquire_poll(&r->acquire, w);
- *   }
- *
- * A poll function returns SB_PENDING while it waits (it registered `w` with
- * every future it waits on, or arranged a sb_loop_wake), and 0 or a negative
- * errno when the task is finished; it is then never polled again, and the
- * loop drops its references.  A wake means "poll again": the poll may find
- * its future still pending (future.h).  Wakes that arrive while a task is
- * queued are merged: it is polled once.  A wake that arrives while it is
- * being polled queues it again, behind the tasks queued before it.
- *
- * Shutdown: set your flag, sb_loop_close(), make every task finish (wake
- * them), and close the doorbell once sb_loop_idle() says so; a connection
- * that is spawned meanwhile gets -ESHUTDOWN from sb_loop_spawn instead of a
- * ring into a closed doorbell.
- *
- * Deadlines: arm the loop's own timer and, when it fires, call
- * sb_deadline_expire() and sb_loop_wake() (syncband/deadline.h).
- *
- * Stopping a task early: the library has no cancel of its own; set a flag
- * the poll function reads, sb_loop_wake() the task, and let the poll cancel
- * its futures and return an error.
- *
- * No function here allocates, takes a lock or waits, except that
- * sb_loop_idle() spins for the few instructions between a waker's push and
- * its ring.
+ * Thread safety: spawn, wake, ref/unref, close and the waker from any
+ * thread; run and idle on the loop's thread only.  Ordering: a spawn
+ * happens-before the task's first poll.  Errors: spawn -EINVAL, -EBUSY,
+ * -ESHUTDOWN; ref -EINVAL.  Nothing here allocates, takes a lock or waits,
+ * except that sb_loop_idle() spins for the few instructions between a
+ * waker's push and its ring.
  */
 #ifndef SYNCBAND_LOOP_H
 #define SYNCBAND_LOOP_H

@@ -1,71 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * syncband/select.h - wait for the first of several operations (Go's select,
- * tokio::select!, C#'s WhenAny): a permit or a shutdown event or a deadline,
- * a job from either queue.
+ * syncband/select.h - wait for the first of several futures (Go's select,
+ * tokio::select!, C#'s WhenAny): exactly one case takes effect.
  *
- *   sb_semaphore_acquire_init(&r->acquire, &permits, 1);
- *   sb_auto_event_wait_init(&r->shutdown, &stop);
  *   r->cases[0] = (sb_select_case)SB_SELECT_CASE(&r->acquire, &sb_semaphore_acquire_ops);
  *   r->cases[1] = (sb_select_case)SB_SELECT_CASE(&r->shutdown, &sb_auto_event_wait_ops);
  *   sb_select_init(&r->select, r->cases, 2, r->round++, 0);
- *   ... in the task's poll:
- *   if (sb_select_poll(&r->select, w) == 0)
- *           switch (sb_select_index(&r->select)) ...   the one that happened
+ *   if (sb_select_poll(&r->select, w) == 0)        in the task's poll
+ *           switch (sb_select_index(&r->select)) ...
  *
- * The cases are a caller-owned array: each names a future (initialised, not
- * yet polled) and its sb_future_ops.  The select is one future: it completes
- * (poll returns 0) as soon as one case's future completes, with that case's
- * index (sb_select_index) and its result (sb_select_result: 0 or the
- * future's negative errno, e.g. -ETIMEDOUT from a deadline, -EPIPE from a
- * closed channel).  Every other case is cancelled before poll returns, so
- * that, as the caller sees it, exactly one case took effect:
+ *   - The cases are a caller-owned array, each an initialised, unpolled
+ *     future of the library (deadlines included) and its ops.  The select
+ *     completes as soon as one case does, with its index (sb_select_index)
+ *     and result (sb_select_result: 0 or its negative errno); every other
+ *     case is cancelled before poll returns.  A loser's grant is handed on
+ *     by its cancel, and a channel never moves an item into or out of a
+ *     losing case.  Every case is cancel-safe; a losing waiter loses its
+ *     place in its queue, as its own cancel would.
+ *   - Fair: each poll tries the cases from a start that rotates from
+ *     `seed` % n; pass a round counter and, of several ready cases, each is
+ *     chosen within n rounds.  SB_SELECT_BIASED: declaration order.
+ *   - The select allocates nothing; a waiting case holds a clone of the
+ *     caller's waker.  Limits: a nested select keeps exactly-one within
+ *     itself only; two cases of one select on one channel never meet.
  *
- *   - what a losing case was granted is handed on by its cancel - a permit,
- *     a lock, a notification (each primitive's cancel already does that);
- *   - a channel never hands an item to a losing case: the cases of one
- *     select share a claim word, which a thread that would move an item into
- *     a waiting receive, or out of a waiting send, must win first.  One that
- *     loses moves on to the next waiter (or the ring), as if the case had
- *     not been waiting.
- *
- * Cancellation, in Tokio's three kinds: every case here is *safe* - a case
- * that loses, and a select that is cancelled, loses no item and no grant,
- * and a losing case's cancel does not make it lose data.  A waiting case
- * does lose its place in its queue when it loses (it is cancelled), as it
- * would without the select.
- *
- * A select's first poll looks at every case before any channel case
- * waits: the first look completes at once when a case is ready, and only
- * then do the cases register.
- *
- * Fair: each poll tries the cases in turn from a start that rotates: the
- * first poll starts at `seed` % n, each later one a case further; pass a
- * value that changes every round (a round counter) and, when several cases
- * are ready, each is chosen within n rounds.  With SB_SELECT_BIASED the
- * cases are tried in declaration order every time (the first ready wins).
- *
- * Every future of the library may be a case, deadlines (deadline.h)
- * included, from any loop; the select allocates nothing.  It polls each case
- * with a waker of its own ("branch waker") that stands for the caller's: a
- * case that waits holds a clone of the caller's waker, as it would without
- * the select, and wakes the caller's task directly.  The branch waker exists
- * only during sb_select_poll: a future that would keep the borrowed waker
- * without cloning it breaks the future.h contract anyway.
- *
- * Limits: a select nested as a case of another select keeps exactly-one
- * within itself only (a channel claims the inner select's word).  Two
- * cases of one select on one channel never meet each other (its send is not
- * handed to its own receive).
- *
- * Thread safety: one thread at a time drives a select (poll and cancel must
- * not race), as for any future; the cases' primitives may be used by any
- * thread meanwhile.  The cases array and the case futures must stay where
- * they are, untouched by the caller, until the select is done or cancelled.
+ * Thread safety: one thread at a time drives a select; the cases'
+ * primitives may be used by any thread.  The cases array and futures must
+ * stay put, untouched, until the select is done or cancelled.
  *
  * Errors: -EINVAL from init (no cases, more than SB_SELECT_MAX_CASES, a NULL
- * future or ops), and from poll of a never-initialised (zeroed) select;
- * -ECANCELED from poll or cancel of a select cancelled before a case won.
+ * future or ops) and from poll of a zeroed select; -ECANCELED from poll or
+ * cancel of a select cancelled before a case won.
  */
 #ifndef SYNCBAND_SELECT_H
 #define SYNCBAND_SELECT_H

@@ -4,110 +4,33 @@
 //
 //   sb::task<int> worker(sb_semaphore &slots, sb_mutex &m)
 //   {
-//           sb::permit p = co_await sb::acquire(slots);    // a permit, RAII
-//           sb::mutex_guard g = co_await sb::lock(m);      // the mutex, RAII
+//           sb::permit p = co_await sb::acquire(slots);    // RAII guards
+//           sb::mutex_guard g = co_await sb::lock(m);
 //           co_return 42;
-//   }                                                      // unlocked, released
-//   sb::task<> handler(...)
-//   {
-//           int v = co_await worker(slots, m);              // lazy, nested
-//           auto [a, b] = co_await sb::when_all(worker(..), sb::lock(m2));
-//           std::optional<sb::mutex_guard> g =
-//                   co_await sb::timeout(sb::lock(m), 50ms); // empty: timed out
 //   }
+//   sb::loop loop(ring, &async, &timers);   // any loop's doorbell (and timers)
+//   loop.spawn(handler());                  // doorbell: loop.run_ready()
+//   int v = sb::sync_wait(worker(slots, m)); // or on a plain thread
 //
-//   static void ring(void *ctx) { uv_async_send(static_cast<uv_async_t *>(ctx)); }
-//   sb::loop loop(ring, &async, &timers);  // any loop's doorbell (and timers)
-//   loop.spawn(handler(...));
-//   ... on the doorbell, on the loop's thread:  loop.run_ready();
-//
-//   int v = sb::sync_wait(worker(slots, m)); // or block a plain thread on it
-//
-// Tasks: sb::task<T> (T = void by default) is a lazy coroutine: it starts
-// when it is co_awaited, runs on the awaiting coroutine's loop thread, and
-// hands its co_return value (or rethrows its exception) to its awaiter when
-// it finishes: at once, on the same stack, when it never suspended, or by
-// symmetric transfer from the loop when it did; the stack does not grow
-// either way.  A task is awaited once.  A top-level sb::task<> is spawned on
-// an sb::loop, which polls it one step at a time on the loop's thread; an
-// exception that leaves a spawned task calls std::terminate.  Its wake target
-// (syncband/loop.h) is allocated (at spawn) apart from the coroutine frames,
-// so a wake that arrives after the task finished touches live memory; the
-// loop frees it when the last waker clone goes.  Tasks co_await only the
-// awaitables of this header.
-//
-// How the awaitables behave (sb::acquire, sb::lock, sb::read_lock,
-// sb::write_lock, sb::wait on a condvar,
-// an event, an auto-reset event or a latch, sb::arrive_and_wait on a barrier,
-// sb::call_once on a once, ch.send / ch.recv on an sb::channel, bc.send on
-// an sb::broadcast, rx.recv on its receiver, rx.changed on an sb::watch's
-// receiver, sb::poll on any syncband future):
-//   - await_ready tries the uncontended path (the one-CAS inline part of
-//     try_acquire and try_lock, try_wait), so a free permit or mutex never
-//     suspends the coroutine; what it cannot settle, the first poll does.
-//   - Otherwise await_suspend polls the future once with the task's waker;
-//     if it is still pending the coroutine suspends.  Every wake queues the
-//     task on its sb::loop, and the loop's run_ready polls the future again:
-//     the coroutine resumes only once the future has completed (a condvar
-//     wait that is notified and then waits for its mutex stays suspended).
-//   - A coroutine is never resumed from inside a release, unlock, set or
-//     notify on another thread, nor inline in the caller's: only by
-//     run_ready, on the loop's thread (or at once, by await_suspend, when its
-//     first poll completes).
-//   - Destroying a suspended coroutine (loop::shutdown) cancels the future
-//     it waits on: a permit, a mutex or a signal granted to it but not yet
-//     resumed into goes back (to the next waiter), as the C cancel promises.
-//   - They may be moved until they are first awaited (the combinators below
-//     take them by value), never afterwards.
-//
-// Combinators, over any of these awaitables and sb::task<T> (each takes its
-// awaitables by value and runs each in a coroutine frame of its own, one
-// allocation per awaitable that is not already a task):
-//   - sb::when_all(a, b, ...): runs them concurrently in the awaiting task;
-//     a std::tuple of their results (std::monostate for void), once all are
-//     done.  An exception from one is rethrown once all are done.
-//   - sb::when_any(a, b, ...): runs them concurrently until one completes,
-//     then cancels the others; a std::variant whose index() is the winner's.
-//     Each poll looks at them in a rotated order, so none is favoured.
-//     When every one is a plain future awaiter of this header (acquire,
-//     lock, read/write lock, an event, auto-event or latch wait, a barrier,
-//     a once, a channel send or receive, a broadcast receive, a watch
-//     change, sb::poll of any future - a deadline, say), it is one C
-//     select (syncband/select.h) over their futures, with no frame or
-//     allocation: exactly one takes effect - no channel item goes to a
-//     loser, every other grant is handed on (a barrier arrival whose
-//     generation completed meanwhile stays counted) - and the loop's round
-//     counter seeds the rotation, so ready ones take turns.  Such a
-//     when_any skips the awaiters' await_ready fast paths.  With a task, a
-//     condvar wait, a broadcast send (whose item may go in as it loses) or
-//     a combinator among them, the branches are coroutines raced as above,
-//     and the guarantee is the one below.
-//   - sb::timeout(a, duration): a's result in a std::optional (a bool for
-//     void), empty when the deadline passed first.  The deadline is kept by
-//     the loop's sb::timer_service; on a loop without one the deadline
-//     counts as passed, and the wait is cut short before it starts.
-//   - sb::stoppable(a, std::stop_token): as timeout, empty once a stop was
-//     requested (from any thread) before a completed; a token stopped
-//     already cuts it short before it starts.
-//   Cancelling (a loser, an expired or stopped wait, a destroyed coroutine)
-//   follows the C cancel: completion wins ties - a cut-short await is polled
-//   once more first, and a future whose cancel finds its operation done (a
-//   channel item received, a broadcast item sent) completes with its result; otherwise what it was
-//   granted is handed on, and the coroutines awaiting it are destroyed
-//   (their guards release what they hold) before the awaiting task resumes.
-//   A coroutine-race when_any drops the result of a loser whose cancel
-//   found it done (a channel item received as the winner completed).
-//
-// Guards: sb::permit, sb::mutex_guard and sb::rwlock_guard give back what
-// they hold when they go out of scope, or on reset() (a permit) / unlock() (a
-// lock); release() means the same on each: it gives up ownership without
-// giving anything back, and returns what it held (as std::unique_lock's).
-// All are move-only.
-//
-// The hook for other coroutine types: the awaitables call
-// `h.promise().syncband_state()`, which returns the sb::detail::strand the
-// coroutine runs on; a promise that provides it (and resumes the strand's
-// coroutine from its poll, as sb::task's does) can await them too.
+// sb::task<T> is lazy: it starts when co_awaited, is awaited once, and hands
+// its value (or rethrows its exception) to its awaiter.  A spawned task runs
+// on its sb::loop's thread; an exception that leaves it calls std::terminate.
+// Coroutines resume only from run_ready on the loop's thread (or at once when
+// the first poll completes), never inside another thread's release.
+// Awaitables (sb::acquire, lock, read_lock, write_lock, wait, arrive_and_wait,
+// call_once, channel / broadcast / watch operations, sb::poll of any future)
+// may be moved until first awaited; destroying a suspended coroutine cancels
+// its future, handing on any grant, as the C cancel does.
+// Combinators: sb::when_all (a tuple of results once all are done),
+// sb::when_any (the first to complete, the others cancelled; a std::variant),
+// sb::timeout(a, duration) and sb::stoppable(a, std::stop_token) (an empty
+// optional when cut short).  Completion wins ties with a cancel.  Guards
+// (sb::permit, sb::mutex_guard, sb::rwlock_guard) are move-only and give back
+// what they hold at scope exit.  Other coroutine types can await these by
+// providing `promise().syncband_state()`.  docs/integration.md states each
+// awaitable's and combinator's guarantees in full.
+// Thread safety: tasks, awaitables and run_ready belong to the loop's thread;
+// the primitives awaited may be released, and stops requested, from any.
 #ifndef SYNCBAND_SYNCBAND_HPP
 #define SYNCBAND_SYNCBAND_HPP
 

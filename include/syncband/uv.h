@@ -5,30 +5,19 @@
  * the doorbell only when nothing can ring it any more.
  *
  * Header-only: every function is static inline, compiled into the program
- * that includes this header (which needs libuv; the syncband library does
- * not, and syncband.h does not include this file).
+ * that includes it (which needs libuv; the library and syncband.h do not).
  *
- *   static sb_uv sbuv;
  *   sb_uv_init(&sbuv, uv_default_loop(), on_closed);
- *   sb_uv_spawn(&sbuv, &req->task);             any thread
- *   ...
- *   sb_uv_close(&sbuv);                         any thread, once: no more
- *                                               spawns; the doorbell closes
- *                                               once every task is released
- *   uv_run(uv_default_loop(), UV_RUN_DEFAULT);  returns once every handle,
- *                                               the doorbell too, is closed
+ *   sb_uv_spawn(&sbuv, &req->task);            any thread
+ *   sb_uv_close(&sbuv);                        any thread, once
+ *   uv_run(uv_default_loop(), UV_RUN_DEFAULT); returns once all is closed
  *
- * A deadline for a task's future, from its poll (the loop's thread):
- *
- *   sb_uv_timer_start(&sbuv, &r->timer, &r->deadline, &r->task, 5);   ms
- *   ... once the deadline is done, or the task gives up:
- *   sb_uv_timer_close(&r->timer, NULL);
- *
- * The timer holds a reference on its task (sb_loop_task_ref) from start
- * until its handle's close callback, so the task's release function - the
- * one place that frees the task and the timer in it - runs only after libuv
- * is done with the handle.  Close every timer you start: until then, its
- * task keeps the loop from being idle.
+ * sb_uv_close() stops spawns; the doorbell closes once every task is
+ * released.  A timer (sb_uv_timer_start, from a task's poll on the loop's
+ * thread) holds a reference on its task until its handle's close callback,
+ * so the task's release runs only after libuv is done with the handle:
+ * close every timer you start (sb_uv_timer_close), or the loop never goes
+ * idle.  docs/integration.md has a whole example.
  *
  * Errors are libuv's (negative errno values on Unix) or loop.h's.
  * Compiled as strict C11 (-std=c11), it needs _POSIX_C_SOURCE or _GNU_SOURCE

@@ -3,60 +3,34 @@
  * syncband/watch.h - one value with a version number, which receivers watch
  * for changes.
  *
- * Semantics
- *   - The value is `size` bytes in storage the caller provides (it holds the
- *     initial value at init).  Its version starts at 0 and grows by one with
- *     every send (and every send_if that says it changed the value).  The
- *     watch never allocates, nor does any operation on it.
- *   - send() replaces the value; send_if() lets a callback change it in
- *     place and decide whether receivers are told.  Either wakes every
- *     changed future waiting then.
- *   - A receiver (sb_watch_receiver, the caller's) holds the version of the
- *     value it last read.  sb_watch_read() copies the current value out and
- *     marks its version seen, in one step under the watch's internal lock,
- *     so the copy is never torn, whatever the size and whoever sends
- *     meanwhile, and a receiver never reads a value older than one it read.
- *   - "Changed" means a version newer than the receiver's seen one exists.
- *     It is asked with try_changed() (one load), a changed future, or a
- *     blocking wait with a timeout.  None of them marks anything seen: the
- *     next read does.  So `while (changed(rx) == 0) read(rx, &v);` sees the
- *     latest value after every burst of sends (intermediate values may be
- *     skipped: a watch keeps one value, not a queue).
- *   - Close is end-of-stream: later sends fail with -EPIPE; a receiver that
- *     has not read the last value still finds it changed, and once it has,
- *     changed fails with -EPIPE (waiting futures are woken with -EPIPE: they
- *     had read the last value).  read() keeps working after close.
- *   - Readers and senders share the internal lock, which a read holds for
- *     one copy of the value and no more, so a reader delays a send by at
- *     most the copy it is making.  (The lock is not FIFO: under many
- *     readers a send may wait for a few such copies in a row;
- *     docs/design.md says why this design and what it costs.)
+ *   - The value is `size` bytes in the caller's storage (the initial value
+ *     at init); its version starts at 0 and grows by one with every send
+ *     (and every send_if whose callback says it changed the value).  Send
+ *     wakes every changed future waiting then.  Nothing allocates.
+ *   - A receiver (sb_watch_receiver, the caller's) holds the version it last
+ *     read.  sb_watch_read() copies the value and marks its version seen in
+ *     one step: never torn, and never older than a value it read before.
+ *   - "Changed" (try_changed, a changed future, a blocking wait) means a
+ *     newer version exists; it marks nothing seen, the next read does.
+ *     Intermediate values may be skipped: a watch keeps one value.
+ *   - Close is end-of-stream: sends fail with -EPIPE; a receiver that has
+ *     not read the last value finds it changed, then -EPIPE.  read() keeps
+ *     working after close.
+ *   - A read holds the internal lock for one copy, so it delays a send by
+ *     at most that copy (the lock is not FIFO; docs/design.md).
  *
- * Memory ordering: a send happens-before a read that returns its value (or
- * a later one), and before every changed (future, try, blocking) that it
- * lets return 0.  close() happens-before the -EPIPE it causes.
+ * Ordering: a send happens-before a read that returns its value (or a later
+ * one) and every changed it lets return 0; close() happens-before its -EPIPE.
  *
- * Thread safety: the watch's functions may be called from any thread
- * concurrently, except init/destroy.  A receiver and its changed futures
- * are used by one thread at a time (its reads, futures and unsubscribe must
- * not race each other); many receivers may read concurrently.  A pending
- * changed future must stay where it is until it completes or is cancelled.
- * send_if's callback runs under the watch's internal lock: it must not call
- * into the same watch nor wait, and should be short.
+ * Thread safety: any thread, concurrently, except init/destroy.  A receiver
+ * and its futures are one thread's at a time; many receivers may read at
+ * once.  A pending future must not move.  send_if's callback runs under the
+ * lock: short, no wait, no call into the same watch.
  *
- * Errors (negative errno; every error leaves the watch and the receiver
- * unchanged)
- *   -EINVAL      init(): storage NULL or size 0; a NULL value, output or
- *                callback; a receiver never subscribed or already
- *                unsubscribed (checked in every build); a never-initialised
- *                (zeroed) future
- *   -EOVERFLOW   init(): size above PTRDIFF_MAX (no object is that large)
- *   -EAGAIN      try_changed(): nothing newer than the receiver's version
- *   -EPIPE       send after close; changed once closed and the last value read
- *   -EBUSY       destroy() while receivers are subscribed or futures wait;
- *                unsubscribe() while the receiver's changed future waits
- *   -ETIMEDOUT   a blocking changed wait ran out of time
- *   -ECANCELED   poll of a future after its cancel
+ * Errors (negative errno; the watch and receiver stay unchanged): -EINVAL
+ * bad arguments or unsubscribed receiver or zeroed future; -EOVERFLOW size
+ * above PTRDIFF_MAX; -EAGAIN try_changed; -EPIPE after close; -EBUSY
+ * destroy/unsubscribe while in use; -ETIMEDOUT; -ECANCELED.
  */
 #ifndef SYNCBAND_WATCH_H
 #define SYNCBAND_WATCH_H

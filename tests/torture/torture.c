@@ -5,7 +5,7 @@
  *
  * For every selected primitive (all of them by default: semaphore, mutex,
  * mutex-fifo, condvar, event, auto-event, rwlock, barrier, latch, once,
- * channel), SECONDS seconds (default 10) of twice as many threads as cores
+ * channel, broadcast, watch), SECONDS seconds (default 10) of twice as many threads as cores
  * (8 at least) and TORTURE_TASKS floating executor tasks contending, with
  * invariants checked as they go (torture_*.c), a statistics line every 5 s
  * and at the end:
@@ -38,7 +38,8 @@
  * latch and once it is printed only: their operations are not turns at
  * something scarce (a set event, an open latch, a done once let everyone
  * through at once, and a barrier generation needs three parties), so who
- * completes more is who comes back more often.  Any run of 5 s or more
+ * completes more is who comes back more often; nor for broadcast and watch,
+ * where every receiver gets every item or value.  Any run of 5 s or more
  * fails if a contender completed nothing.
  *
  * TORTURE_SEED (environment) fixes the seed, and so every contender's
@@ -729,7 +730,7 @@ static void watch(uint64_t now, uint64_t *last_change, long *last_progress, bool
 static const torture_prim *const all_prims[] = {
 	&torture_semaphore, &torture_mutex, &torture_mutex_fifo, &torture_condvar,
 	&torture_event, &torture_auto_event, &torture_rwlock, &torture_barrier,
-	&torture_latch, &torture_once, &torture_channel,
+	&torture_latch, &torture_once, &torture_channel, &torture_broadcast, &torture_watch,
 };
 enum { NPRIMS = sizeof all_prims / sizeof all_prims[0] };
 

@@ -66,6 +66,9 @@ typedef union torture_future {
 	sb_once_wait once;
 	sb_channel_send send;
 	sb_channel_recv recv;
+	sb_broadcast_send bsend;
+	sb_broadcast_recv brecv;
+	sb_watch_changed changed;
 } torture_future;
 
 typedef struct torture_contender {
@@ -153,7 +156,7 @@ enum { TORTURE_FAIR_SECONDS = 30 };
 
 extern const torture_prim torture_semaphore, torture_mutex, torture_mutex_fifo,
 	torture_condvar, torture_event, torture_auto_event, torture_rwlock, torture_barrier,
-	torture_latch, torture_once, torture_channel;
+	torture_latch, torture_once, torture_channel, torture_broadcast, torture_watch;
 
 /* The run's contenders (threads first, then tasks) and how many there are. */
 extern torture_contender torture_contenders[TORTURE_MAX];
@@ -204,7 +207,7 @@ _Noreturn void torture_violation(const char *file, int line, const torture_conte
 	} while (0)
 
 /* Slots for the primitives that are replaced round after round (semaphore,
- * latch, once, channel): contenders enter the current one and leave it; the
+ * latch, once, channel, broadcast, watch): contenders enter the current one and leave it; the
  * controller recycles a slot only once nobody is in it. */
 enum { TORTURE_SLOTS = 3 };
 typedef struct torture_slots {

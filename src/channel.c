@@ -570,11 +570,14 @@ static sb_waker ch_clone_if_wait_likely(const sb_channel *ch, size_t other, cons
 
 /*
  * Done, or queued with a clone of `w`: the lock decides, the clone is made
- * outside it.  Inlined into the slow poll (as is the receive's): a first
- * poll that hands over or waits is every round of two tasks that take turns.
+ * outside it.  Inlined into the slow poll (as is the receive's: the slow
+ * polls are flattened): a first poll that hands over or waits is every round
+ * of two tasks that take turns.  Not always_inline: called through the
+ * skeleton's function pointer, gcc refuses that at -O1 (a parent project's
+ * flags), where flatten inlines what it can.
  */
-static inline __attribute__((always_inline)) int ch_send_first_poll(void *future,
-								   const sb_waker *w)
+static inline int ch_send_first_poll(void *future,
+				     const sb_waker *w)
 {
 	sb_channel_send *f = future;
 	sb_channel *ch = f->channel;
@@ -630,7 +633,8 @@ static bool ch_probe_says_not_now(const sb_channel *ch, size_t other, const sb_w
 	       !(sb_waitq_load(&ch->q) & (SB_QLOCK_HELD | SB_CHANNEL_STATE_CLOSED | other));
 }
 
-int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
+/* flatten: the first poll and the skeleton inline here (ch_send_first_poll). */
+__attribute__((flatten)) int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
 {
 	if (f->status == SB_FUTURE_IDLE && f->item &&
 	    ch_probe_says_not_now(f->channel, SB_WAITQ_NONEMPTY, w))
@@ -647,8 +651,8 @@ int sb_channel_send_cancel(sb_channel_send *f)
 	return f->status = ch_cancel_waiter(ch, &f->waiter, &ch->send_head, &ch->send_tail);
 }
 
-static inline __attribute__((always_inline)) int ch_recv_first_poll(void *future,
-								   const sb_waker *w)
+static inline int ch_recv_first_poll(void *future,
+				     const sb_waker *w)
 {
 	sb_channel_recv *f = future;
 	sb_channel *ch = f->channel;
@@ -706,7 +710,8 @@ static __attribute__((noinline)) bool ch_recv_probe_says_not_now(const sb_channe
 	       ch_probe_says_not_now(f->channel, SB_CHANNEL_STATE_SENDERS, w);
 }
 
-int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
+/* flatten: as the send's. */
+__attribute__((flatten)) int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
 	/* sb_select_probing first: a poll of no select's makes no call. */
 	if (f->status == SB_FUTURE_IDLE && sb_select_probing(w) &&

@@ -174,19 +174,16 @@ static void task_release(sb_loop *l, sb_loop_task *t)
 	atomic_fetch_sub_explicit(&l->tasks, 1, memory_order_relaxed);
 }
 
-/* Drops `n` references; `on_loop`: we are inside sb_loop_run_ready. */
-static void task_unref(sb_loop_task *t, size_t n, bool on_loop)
+/* Drops one reference; the last hands the release to the loop's thread
+ * (the loop's own drops release in place, in run_one). */
+static void task_unref(sb_loop_task *t)
 {
 	sb_loop *l = loop_of(t);
 	/* acq_rel: release orders our touches of the task before its release
 	 * function; acquire makes the last dropper see every earlier one's. */
-	size_t old = atomic_fetch_sub_explicit(&t->state, n * REF_ONE, memory_order_acq_rel);
-	if (refs_of(old) != n)
+	size_t old = atomic_fetch_sub_explicit(&t->state, REF_ONE, memory_order_acq_rel);
+	if (refs_of(old) != 1)
 		return;
-	if (on_loop) {
-		task_release(l, t);
-		return;
-	}
 	/* relaxed: the push below publishes it to the loop, which reads it only
 	 * after taking this task (acquire), so before it can find `tasks` at 0. */
 	atomic_fetch_add_explicit(&l->ringing, 1, memory_order_relaxed);
@@ -233,7 +230,7 @@ static void loop_waker_wake(const void *data)
 {
 	/* Our reference is kept across the push and ring, then dropped. */
 	task_wake(task_of(data));
-	task_unref(task_of(data), 1, false);
+	task_unref(task_of(data));
 }
 
 static void loop_waker_wake_by_ref(const void *data)
@@ -243,7 +240,7 @@ static void loop_waker_wake_by_ref(const void *data)
 
 static void loop_waker_drop(const void *data)
 {
-	task_unref(task_of(data), 1, false);
+	task_unref(task_of(data));
 }
 
 static const sb_waker_vtable loop_waker_vtable = {
@@ -300,7 +297,7 @@ int sb_loop_spawn(sb_loop *l, sb_loop_task *t)
 	set_loop(t, l);
 	if (inbox_push(l, t))
 		ring(l);
-	task_unref(t, 1, false);
+	task_unref(t);
 	return 0;
 }
 
@@ -432,7 +429,7 @@ int sb_loop_task_ref(sb_loop_task *t)
 
 void sb_loop_task_unref(sb_loop_task *t)
 {
-	task_unref(t, 1, false);
+	task_unref(t);
 }
 
 bool sb_loop_idle(sb_loop *l)

@@ -219,13 +219,11 @@ static int once_pass_on(sb_once *o, bool any, size_t tenure)
 		if (sb_qlock_try_take(&o->q.state, &state, state | SB_QLOCK_HELD, 0))
 			break;
 	}
-	/* Under the lock RUNNING and the tenure stay as `state` had them. */
+	/* Under the lock RUNNING and the tenure stay as `state` had them.  The
+	 * lock was taken from a word with waiters, and waiters leave only
+	 * under the lock: there is a head. */
 	sb_waiter *head = sb_waitq_front(&o->q);
-	if (head == NULL) {
-		/* release (the unlock): as the lock-free case above. */
-		sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_RUNNING | SB_ONCE_STATE_HANDED, 0);
-		return 0;
-	}
+	assert(head != NULL);
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	SB_CONTAINER_OF(head, sb_once_wait, waiter)->tenure =

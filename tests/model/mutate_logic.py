@@ -346,10 +346,6 @@ MUTANTS = [
      "state & ~(SB_ONCE_STATE_RUNNING |" + N + T + T + T + T + T + T + T + T + T + "    SB_ONCE_STATE_HANDED),",
      "state & ~SB_ONCE_STATE_RUNNING,",
      "a lock-free pass-on (nobody queued) leaves HANDED set"),
-    ("once-06", "once.c",
-     "sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_RUNNING | SB_ONCE_STATE_HANDED, 0);",
-     "sb_waitq_unlock_update(&o->q, SB_ONCE_STATE_RUNNING, 0);",
-     "a pass-on that finds the queue emptied under the lock leaves HANDED set"),
     ("once-07", "once.c", "->tenure =" + N + T + T + "once_tenure(state + SB_ONCE_STATE_TENURE_ONE);",
      "->tenure =" + N + T + T + "once_tenure(state);",
      "the handed future is given the failed runner's tenure, not the next"),
@@ -438,8 +434,6 @@ EQUIVALENT = {
     "once-03": "the queue lock is taken only while RUNNING or DONE is set (futures queue only behind a "
                "runner, complete() sets DONE in its lock CAS), so a word with HELD and neither never "
                "occurs and the RUNNING test alone refuses the same words",
-    "once-06": "unreachable: once_pass_on takes the lock only from a word with NONEMPTY, and a waiter "
-               "leaves the queue only under the lock, so the head is never NULL there",
     "mutex-26": "not observable through the contract: in eventually fair mode any locker may take a free "
                 "mutex past queued waiters, so the early stop only narrows the timing window in which a "
                 "spinner barges (a latency heuristic for the benchmarks, not a property a test can pin)",

@@ -19,48 +19,9 @@
 #include "counting_waker.h"
 #include "watchdog.h"
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static atomic_long allocations;
-
-/* Exported, although the build hides symbols by default: calls from inside
- * libc and liburing reach these too, not only the library linked in. */
-#define INTERPOSED __attribute__((visibility("default")))
-
-INTERPOSED void *malloc(size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_malloc(n);
-}
-INTERPOSED void *calloc(size_t n, size_t size)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_calloc(n, size);
-}
-INTERPOSED void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_realloc(p, n);
-}
-INTERPOSED int posix_memalign(void **out, size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	*out = __libc_memalign(align, n);
-	return *out ? 0 : ENOMEM;
-}
-INTERPOSED void *aligned_alloc(size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_memalign(align, n);
-}
-INTERPOSED void free(void *p)
-{
-	__libc_free(p);
-}
+/* This program exists to count: it interposes in every build it is built in. */
+#define SB_TEST_COUNT_ALLOCATIONS
+#include "count_allocations.h"
 
 static void the_counter_sees_an_allocation(void **state)
 {

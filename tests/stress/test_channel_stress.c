@@ -51,67 +51,10 @@
 #endif
 
 #include "check.h"
+#include "count_allocations.h"
 #include "counting_waker.h"
 #include "stress.h"
 #include "watchdog.h"
-
-/* ------------------------------------------------------- allocation count */
-
-#ifdef STRESS_COUNT_ALLOCATIONS
-/* As tests/test_allocations.c: the sanitizers own malloc, so only the plain
- * build interposes it (CMake defines STRESS_COUNT_ALLOCATIONS there).  The
- * interposers are exported (the build hides symbols by default), so that
- * the shared libraries' calls - libc's own, liburing's - are counted too. */
-#define INTERPOSED __attribute__((visibility("default")))
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static atomic_long allocations;
-
-INTERPOSED void *malloc(size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_malloc(n);
-}
-INTERPOSED void *calloc(size_t n, size_t size)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_calloc(n, size);
-}
-INTERPOSED void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_realloc(p, n);
-}
-INTERPOSED int posix_memalign(void **out, size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	*out = __libc_memalign(align, n);
-	return *out ? 0 : ENOMEM;
-}
-INTERPOSED void *aligned_alloc(size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_memalign(align, n);
-}
-INTERPOSED void free(void *p)
-{
-	__libc_free(p);
-}
-
-static long allocation_count(void)
-{
-	return atomic_load(&allocations);
-}
-#else
-static long allocation_count(void)
-{
-	return 0;
-}
-#endif
 
 /* ------------------------------------------------------------- the world */
 
@@ -997,7 +940,7 @@ static void run_capacity(size_t capacity)
 		n_removed += popcount_word(e);
 	}
 	char allocs_text[64];
-#ifdef STRESS_COUNT_ALLOCATIONS
+#ifdef SB_TEST_COUNT_ALLOCATIONS
 	snprintf(allocs_text, sizeof allocs_text, "%ld", allocs);
 #else
 	snprintf(allocs_text, sizeof allocs_text, "not counted (the sanitizers own malloc)");

@@ -46,65 +46,10 @@
 #include <syncband/watch.h>
 
 #include "check.h"
+#include "count_allocations.h"
 #include "counting_waker.h"
 #include "stress.h"
 #include "watchdog.h"
-
-/* ------------------------------------------------------- allocation count */
-
-#ifdef STRESS_COUNT_ALLOCATIONS
-/* As tests/test_allocations.c: the sanitizers own malloc, so only the plain
- * build interposes it (CMake defines STRESS_COUNT_ALLOCATIONS there). */
-#define INTERPOSED __attribute__((visibility("default")))
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static atomic_long allocations;
-
-INTERPOSED void *malloc(size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_malloc(n);
-}
-INTERPOSED void *calloc(size_t n, size_t size)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_calloc(n, size);
-}
-INTERPOSED void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_realloc(p, n);
-}
-INTERPOSED int posix_memalign(void **out, size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	*out = __libc_memalign(align, n);
-	return *out ? 0 : ENOMEM;
-}
-INTERPOSED void *aligned_alloc(size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_memalign(align, n);
-}
-INTERPOSED void free(void *p)
-{
-	__libc_free(p);
-}
-
-static long allocation_count(void)
-{
-	return atomic_load(&allocations);
-}
-#else
-static long allocation_count(void)
-{
-	return 0;
-}
-#endif
 
 /* ----------------------------------------------------------------- values */
 

@@ -11,7 +11,7 @@
  * and at the end:
  * operations, cancels, timeouts, the starvation ratio, the longest a
  * contender went without completing an operation (max gap).  In the plain
- * build (TORTURE_COUNT_ALLOCATIONS) the allocator is interposed and must not
+ * build (SB_TEST_COUNT_ALLOCATIONS) the allocator is interposed and must not
  * be called while the contenders run.
  *
  * The starvation ratio compares contenders that behave alike and get the
@@ -61,63 +61,7 @@
 #include <unistd.h>
 
 #include "torture.h"
-
-/* ------------------------------------------------------- allocation count */
-
-#ifdef TORTURE_COUNT_ALLOCATIONS
-/* As tests/test_allocations.c: exported, so that calls from libc and
- * liburing are counted too.  The sanitizers own malloc: only the plain build
- * defines TORTURE_COUNT_ALLOCATIONS. */
-#define INTERPOSED __attribute__((visibility("default")))
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static atomic_long allocations;
-
-INTERPOSED void *malloc(size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_malloc(n);
-}
-INTERPOSED void *calloc(size_t n, size_t size)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_calloc(n, size);
-}
-INTERPOSED void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_realloc(p, n);
-}
-INTERPOSED int posix_memalign(void **out, size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	*out = __libc_memalign(align, n);
-	return *out ? 0 : ENOMEM;
-}
-INTERPOSED void *aligned_alloc(size_t align, size_t n)
-{
-	atomic_fetch_add(&allocations, 1);
-	return __libc_memalign(align, n);
-}
-INTERPOSED void free(void *p)
-{
-	__libc_free(p);
-}
-
-static long allocation_count(void)
-{
-	return atomic_load(&allocations);
-}
-#else
-static long allocation_count(void)
-{
-	return 0;
-}
-#endif
+#include "count_allocations.h"
 
 /* ----------------------------------------------------------------- output */
 
@@ -652,7 +596,7 @@ static void print_stats(uint64_t t0, uint64_t now, long allocs, bool final)
 	snprintf(classes, sizeof classes, "threads %ld-%ld%s%s", s.min_ops[CLASS_THREADS],
 		 s.max_ops[CLASS_THREADS], target, tasks);
 	char alloc_text[64];
-#ifdef TORTURE_COUNT_ALLOCATIONS
+#ifdef SB_TEST_COUNT_ALLOCATIONS
 	snprintf(alloc_text, sizeof alloc_text, "%ld", allocs);
 #else
 	(void)allocs;
@@ -831,7 +775,7 @@ static void run_prim(const torture_prim *p, int index, unsigned seconds)
 			if (atomic_load(&torture_contenders[i].ops) == 0)
 				VIOLATION(&torture_contenders[i],
 					  "starvation: no operation completed in %u s", seconds);
-#ifdef TORTURE_COUNT_ALLOCATIONS
+#ifdef SB_TEST_COUNT_ALLOCATIONS
 	if (allocs != 0)
 		VIOLATION(NULL, "%ld allocations while the contenders ran", allocs);
 #endif

@@ -202,8 +202,12 @@ static int changed_by_future(receiver *c, unsigned *seed)
 		atomic_fetch_add(&c->r->st.cancels, 1);
 		return -ECANCELED;
 	}
-	res = sb_watch_changed_poll(&f, &w);
-	CHECK(res != SB_PENDING); /* woken: a send or close released it */
+	/* A wake means "poll again" (future.h): one may be the late wake of an
+	 * earlier future of this receiver that was cancelled after a send had
+	 * taken its waker.  A wake that never comes hangs here, and the
+	 * watchdog fails the run. */
+	while ((res = sb_watch_changed_poll(&f, &w)) == SB_PENDING)
+		stress_await_wake(&c->waker, &wakes);
 	return res;
 }
 

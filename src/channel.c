@@ -755,6 +755,24 @@ static int ch_blocking_result(int r, int status)
 	return r == -ETIMEDOUT && status == 0 ? 0 : r;
 }
 
+/* What sb_park_retry_before_wait retries. */
+typedef struct ch_try_args {
+	sb_channel *ch;
+	void *item;
+} ch_try_args;
+
+static int ch_try_send_op(void *arg)
+{
+	ch_try_args *a = arg;
+	return sb_channel_try_send(a->ch, a->item);
+}
+
+static int ch_try_recv_op(void *arg)
+{
+	ch_try_args *a = arg;
+	return sb_channel_try_recv(a->ch, a->item);
+}
+
 int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_ns)
 {
 	/* The future's first poll would decide the same way; this skips the
@@ -762,6 +780,17 @@ int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_
 	int r = sb_channel_try_send(ch, item);
 	if (r != -EAGAIN)
 		return r;
+	/* A few yields and retries before queueing: a slot often frees
+	 * meanwhile, and a sender that waits without queueing costs the
+	 * receivers no handoff nor wake (docs/design.md).  Not on a
+	 * rendezvous: its item moves only to a receiver that finds it queued
+	 * (a retrying receiver), so there it queues at once. */
+	if (ch->capacity > 0) { /* fixed at init */
+		r = sb_park_retry_before_wait(ch_try_send_op,
+					      &(ch_try_args){ ch, (void *)item }, &timeout_ns);
+		if (r != -EAGAIN)
+			return r;
+	}
 	sb_channel_send f;
 	sb_channel_send_init(&f, ch, item);
 	r = sb_park_block_on(&f, &sb_channel_send_ops, timeout_ns);
@@ -771,6 +800,9 @@ int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_
 int sb_channel_recv_blocking(sb_channel *ch, void *item, uint64_t timeout_ns)
 {
 	int r = sb_channel_try_recv(ch, item); /* as in the send */
+	if (r != -EAGAIN)
+		return r;
+	r = sb_park_retry_before_wait(ch_try_recv_op, &(ch_try_args){ ch, item }, &timeout_ns);
 	if (r != -EAGAIN)
 		return r;
 	sb_channel_recv f;

@@ -2,6 +2,7 @@
 #include "park.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
@@ -85,6 +86,38 @@ bool sb_park_streak_allows_spin(uint64_t now)
 		park_streak_began_ns = now;
 	park_streak_asked_ns = now;
 	return !park_streak_is_over();
+}
+
+/*
+ * sb_park_retry_before_wait (park.h): SB_PARK_RETRY_YIELDS yields, each
+ * followed by a try.  None in the model-check build, for the reason the
+ * parker spins none there.  Why yields and not pauses, and the numbers:
+ * docs/design.md ("Channels: retrying before waiting").
+ */
+#ifdef SB_MODEL_CHECK
+static const unsigned PARK_RETRY_YIELDS = 0;
+#else
+static const unsigned PARK_RETRY_YIELDS = SB_PARK_RETRY_YIELDS;
+#endif
+
+int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns)
+{
+	if (PARK_RETRY_YIELDS == 0 || *timeout_ns == 0)
+		return -EAGAIN;
+	bool timed = *timeout_ns != SB_TIMEOUT_INFINITE;
+	uint64_t start = timed ? sb_now_ns() : 0;
+	int r = -EAGAIN;
+	for (unsigned i = 0; i < PARK_RETRY_YIELDS && r == -EAGAIN; i++) {
+		if (timed && sb_now_ns() - start >= *timeout_ns)
+			break;
+		sched_yield();
+		r = try_op(arg);
+	}
+	if (timed && r == -EAGAIN) {
+		uint64_t spent = sb_now_ns() - start;
+		*timeout_ns = *timeout_ns > spent ? *timeout_ns - spent : 0;
+	}
+	return r;
 }
 
 typedef struct sb_parker {

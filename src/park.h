@@ -38,6 +38,19 @@ bool sb_park_take_spin_slot(void);
 void sb_park_give_spin_slot(void);
 
 /*
+ * Before a blocking operation that cannot complete now queues a waiter,
+ * retries it for a short, bounded while: calls `try_op(arg)` after each of
+ * up to SB_PARK_RETRY_YIELDS sched_yield() calls - which hand the core to
+ * whichever thread can run there, so unlike a spin they need no spinning
+ * slot.  Returns try_op's result once it is not -EAGAIN, or -EAGAIN when
+ * the retries ran out or `*timeout_ns` passed (0: no retry at all); takes
+ * what it spent off *timeout_ns.  None in the model-check build.  Why and
+ * the measurements: docs/design.md ("Channels: retrying before waiting").
+ */
+#define SB_PARK_RETRY_YIELDS 8u
+int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns);
+
+/*
  * A thread that only ever passes a mutex back and forth with another by
  * spinning never sleeps, and the kernel takes its core away only at a tick
  * (every 4 ms at HZ=250): with more threads than cores, a thread it

@@ -4,7 +4,9 @@
  * that stops the eventually fair mutex's spin once a thread has contended
  * for half a millisecond without sleeping.  The streak is asked at times the
  * test chooses, so nothing here waits for the clock but the one wait whose
- * sleep is the behaviour under test.
+ * sleep is the behaviour under test.  And the bounded retries a blocking
+ * operation makes before it queues (sb_park_retry_before_wait), counted
+ * through the operation they retry.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include <syncband/blocking.h>
 #include <syncband/semaphore.h>
 
 #include "park.h"
@@ -85,6 +88,68 @@ static void a_blocking_wait_that_never_sleeps_keeps_the_streak(void **state)
 	assert_false(spin_allowed_after_a_wait_that_times_out(5000000000ull, 0));
 }
 
+/* ------------------------------------------- sb_park_retry_before_wait */
+
+typedef struct tries {
+	unsigned calls;
+	unsigned eagains; /* how many calls answer -EAGAIN before 0 */
+} tries;
+
+static int try_counted(void *arg)
+{
+	tries *t = arg;
+	return t->calls++ < t->eagains ? -EAGAIN : 0;
+}
+
+static void a_retry_returns_the_first_answer_that_is_not_eagain(void **state)
+{
+	(void)state;
+	tries t = { 0, 2 };
+	uint64_t timeout = SB_TIMEOUT_INFINITE;
+	assert_int_equal(sb_park_retry_before_wait(try_counted, &t, &timeout), 0);
+	assert_int_equal(t.calls, 3);
+	assert_true(timeout == SB_TIMEOUT_INFINITE);
+}
+
+static void a_retry_gives_up_after_its_bounded_tries(void **state)
+{
+	(void)state;
+	tries t = { 0, UINT32_MAX };
+	uint64_t timeout = SB_TIMEOUT_INFINITE;
+	assert_int_equal(sb_park_retry_before_wait(try_counted, &t, &timeout), -EAGAIN);
+	assert_int_equal(t.calls, SB_PARK_RETRY_YIELDS);
+}
+
+static void a_retry_with_a_timeout_of_0_tries_nothing(void **state)
+{
+	(void)state;
+	tries t = { 0, UINT32_MAX };
+	uint64_t timeout = 0;
+	assert_int_equal(sb_park_retry_before_wait(try_counted, &t, &timeout), -EAGAIN);
+	assert_int_equal(t.calls, 0);
+	assert_true(timeout == 0);
+}
+
+static void a_retry_that_gives_up_takes_its_time_off_the_timeout(void **state)
+{
+	(void)state;
+	tries t = { 0, UINT32_MAX };
+	uint64_t timeout = 1000000000; /* far longer than the retries */
+	assert_int_equal(sb_park_retry_before_wait(try_counted, &t, &timeout), -EAGAIN);
+	assert_int_equal(t.calls, SB_PARK_RETRY_YIELDS);
+	assert_true(timeout > 0 && timeout < 1000000000);
+}
+
+static void a_retry_stops_yielding_once_its_timeout_passed(void **state)
+{
+	(void)state;
+	tries t = { 0, UINT32_MAX };
+	uint64_t timeout = 1; /* passed before the second yield */
+	assert_int_equal(sb_park_retry_before_wait(try_counted, &t, &timeout), -EAGAIN);
+	assert_true(timeout == 0);
+	assert_in_range(t.calls, 0, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -93,6 +158,11 @@ int main(void)
 		cmocka_unit_test(a_pause_no_longer_than_the_gap_keeps_the_streak),
 		cmocka_unit_test(a_blocking_wait_that_sleeps_ends_the_streak),
 		cmocka_unit_test(a_blocking_wait_that_never_sleeps_keeps_the_streak),
+		cmocka_unit_test(a_retry_returns_the_first_answer_that_is_not_eagain),
+		cmocka_unit_test(a_retry_gives_up_after_its_bounded_tries),
+		cmocka_unit_test(a_retry_with_a_timeout_of_0_tries_nothing),
+		cmocka_unit_test(a_retry_that_gives_up_takes_its_time_off_the_timeout),
+		cmocka_unit_test(a_retry_stops_yielding_once_its_timeout_passed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,11 +55,12 @@ using sbb::expect;
 
 constexpr uint64_t TASKS_PER_THREAD = 64;
 
-// Rounds per task at 2 threads (run.py scales them by 2/N): 2 x 64 x 2,000
-// = 256,000 operations a batch, a fifth of the mutex rows', so that a row
-// that convoys (several microseconds an operation with more threads than
-// cores) still ends its batch within seconds.
-constexpr uint64_t ROUNDS = 2000;
+// Rounds per task at 2 threads (run.py scales them by 2/N): 2 x 64 x 1,000
+// = 128,000 operations a batch, a tenth of the mutex rows', so that a row
+// that convoys (5-15 us an operation with more threads than cores, the
+// strict phases' handoffs) ends its batch within 2 s, and the rows' 72
+// pairs add about 5 minutes, not 10, to a full 8-repetition ./x bench.
+constexpr uint64_t ROUNDS = 1000;
 
 // Writes per 20 operations of each mix.
 constexpr unsigned READ_MOSTLY = 1, MIXED = 10, WRITE_HEAVY = 19;

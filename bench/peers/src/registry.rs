@@ -556,11 +556,11 @@ fn rwlock_contention_rows() -> Vec<Row> {
     const MIXED_ROW: &str = "contention/rwlock-mixed-N-threads";
     const WRITE_HEAVY_ROW: &str = "contention/rwlock-write-heavy-N-threads";
     vec![
-        run(READ_MOSTLY_ROW, TOKIO, 2_000, rt::rwlock::<READ_MOSTLY>),
-        run(READ_MOSTLY_ROW, ASYNC_LOCK, 2_000, rs::rwlock::<READ_MOSTLY>),
-        run(MIXED_ROW, TOKIO, 2_000, rt::rwlock::<MIXED>),
-        run(MIXED_ROW, ASYNC_LOCK, 2_000, rs::rwlock::<MIXED>),
-        run(WRITE_HEAVY_ROW, TOKIO, 2_000, rt::rwlock::<WRITE_HEAVY>),
-        run(WRITE_HEAVY_ROW, ASYNC_LOCK, 2_000, rs::rwlock::<WRITE_HEAVY>),
+        run(READ_MOSTLY_ROW, TOKIO, 1_000, rt::rwlock::<READ_MOSTLY>),
+        run(READ_MOSTLY_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<READ_MOSTLY>),
+        run(MIXED_ROW, TOKIO, 1_000, rt::rwlock::<MIXED>),
+        run(MIXED_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<MIXED>),
+        run(WRITE_HEAVY_ROW, TOKIO, 1_000, rt::rwlock::<WRITE_HEAVY>),
+        run(WRITE_HEAVY_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<WRITE_HEAVY>),
     ]
 }

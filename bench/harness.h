@@ -21,7 +21,12 @@
 //       baseline/futex-wake-to-run): exactly one batch of R rounds, no
 //       warm-up, in which every acquire (every wake) is timed; prints only
 //         WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>
-//       (that batch's time is not reported: the clock reads slow it down).
+//       (that batch's time is not reported: the clock reads slow it down);
+//       a row that times its read and write locks apart (the rwlock
+//       contention rows) appends, on the same line,
+//         read_p50_ns=.. read_p99_ns=.. read_max_ns=.. reads=..
+//         write_p50_ns=.. write_p99_ns=.. write_max_ns=.. writes=..
+//       (the first six fields stay the totals of both sides).
 //   bench_x [--benchmark_filter=...]      google-benchmark's own runner: every
 //       row is registered with ->Iterations(rounds) (round rows) or as one
 //       manually timed batch (thread rows), so its own output works too.
@@ -184,11 +189,19 @@ template <> struct WaitClock<true> {
 
 // Times the measured segments of a batch and counts the allocations made in
 // them.  Setup and teardown stay outside the segments.  With waits() set
-// (--waits), a contention batch also times every acquire into it.
+// (--waits), a contention batch also times every acquire into it; a row
+// with two kinds of acquire (read and write locks) also adds each kind into
+// read_waits() or write_waits(), set together with waits().
 class Meter {
 public:
-	explicit Meter(WaitHistogram *waits = nullptr) : waits_(waits) {}
+	explicit Meter(WaitHistogram *waits = nullptr, WaitHistogram *read_waits = nullptr,
+		       WaitHistogram *write_waits = nullptr)
+		: waits_(waits), read_waits_(read_waits), write_waits_(write_waits)
+	{
+	}
 	WaitHistogram *waits() const { return waits_; }
+	WaitHistogram *read_waits() const { return read_waits_; }
+	WaitHistogram *write_waits() const { return write_waits_; }
 
 	void start()
 	{
@@ -205,7 +218,7 @@ public:
 	uint64_t allocs() const { return allocs_; }
 
 private:
-	WaitHistogram *waits_;
+	WaitHistogram *waits_, *read_waits_, *write_waits_;
 	uint64_t start_ns_ = 0, start_allocs_ = 0, elapsed_ns_ = 0, allocs_ = 0;
 };
 

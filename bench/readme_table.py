@@ -8,7 +8,11 @@ One row per scenario that has a target or a peer: syncband's median, Tokio's,
 the smol-stack peer's (async-lock, event-listener or async-executor), each
 peer's ratio to syncband, the instructions per round of the single-thread
 rows (callgrind; "instr"), and the bench/README.md targets with their
-verdicts, all read from the JSON that `./x bench` publishes.
+verdicts, all read from the JSON that `./x bench` publishes.  Then the
+contention rows (mutex, semaphore, rwlock at 2-16 threads): every syncband
+row (floating tasks, pinned tasks, blocking threads) against the same run's
+best baseline (the references of its median target), its wait p99 / max
+(each side apart for the rwlock), and its median and tail verdicts.
 """
 import json
 import sys
@@ -16,7 +20,9 @@ import sys
 SMOL = ("async-lock", "event-listener", "async-executor")
 TOKIO = ("tokio", "tokio-current-thread")
 SKIP = ("baseline/", "executor/spawn-batch", "executor/spawn-many-local",
-        "executor/spawn-recursively", "notify/fan-out-")
+        "executor/spawn-recursively", "notify/fan-out-", "contention/")
+# The contention table's syncband rows (strict-FIFO rows have no target).
+CONTENTION_ROWS = ("syncband", "syncband-pinned", "syncband-blocking")
 
 
 def fmt_ns(ns):
@@ -78,7 +84,43 @@ def main():
         print("| %s | %s%s | %s | %s | %s |" % (name, fmt_ns(base["median"]), instr(base),
                                                 cell(rows, TOKIO), cell(rows, SMOL),
                                                 verdicts(base)))
+    contention(doc)
     wake_floor(doc)
+
+
+def tails(w):
+    """'p99 / max' of a row's waits, each side apart where it has sides."""
+    sides = [(side, w[side]) for side in ("read", "write") if side in w] or [("", w)]
+    return "; ".join(("%s %s / %s" % (side, fmt_ns(v["p99_ns"]), fmt_ns(v["max_ns"]))).strip()
+                     for side, v in sides)
+
+
+def contention(doc):
+    """The contention rows, every syncband row with its targets."""
+    lines = []
+    for sc in doc["scenarios"]:
+        name = sc["scenario"]
+        if not name.startswith("contention/"):
+            continue
+        for e in sc["rows"]:
+            if e["impl"] not in CONTENTION_ROWS or "median" not in e:
+                continue
+            ref = next((t for t in e.get("targets", []) if t.get("reference")), None)
+            versus = ("%.2f× %s" % (t_ratio(ref), ref["reference"])) if ref else "—"
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                name, e["impl"], fmt_ns(e["median"]), versus,
+                tails(e["waits"]) if "waits" in e else "—", verdicts(e)))
+    if lines:
+        print()
+        print("| contention row | syncband row | median | vs best baseline "
+              "| wait p99 / max | targets |")
+        print("|---|---|---:|---:|---|---|")
+        for line in lines:
+            print(line)
+
+
+def t_ratio(t):
+    return t["ratio"] if t.get("ratio") is not None else float("nan")
 
 
 def wake_floor(doc):

@@ -39,9 +39,12 @@ acquire is timed (from the lock/acquire call, or the future's first poll,
 until it holds), which prints a WAITS line with the p50, p99 and maximum
 wait.  The table shows the medians of the runs' p50, p99 and maximum, and
 the smallest and largest maximum; that batch's own time (slowed by the clock
-reads) is not used.  baseline/futex-wake-to-run (WAIT_PROBES) runs with
---waits too: the wake-up latency of this machine, the floor under every
-wait that sleeps.
+reads) is not used.  The rwlock rows' WAITS lines also carry the read and
+the write locks apart (read_* and write_* fields); the table shows each
+side's p50 / p99 / max below the total.  baseline/futex-wake-to-run
+(WAIT_PROBES) runs with --waits too: the wake-up latency of this machine,
+the floor under every wait that sleeps; a filtered run that keeps a
+contention row keeps it too, since the tail targets read its maximum.
 
 --quick: 3 repetitions of 1/100 of the rounds.  --smoke: every pair once
 with 10 rounds (and its waits run, for the contention pairs), and the
@@ -106,6 +109,18 @@ SCENARIO_ORDER = [
     "contention/semaphore-4-threads",
     "contention/semaphore-8-threads",
     "contention/semaphore-16-threads",
+    "contention/rwlock-read-mostly-2-threads",
+    "contention/rwlock-read-mostly-4-threads",
+    "contention/rwlock-read-mostly-8-threads",
+    "contention/rwlock-read-mostly-16-threads",
+    "contention/rwlock-mixed-2-threads",
+    "contention/rwlock-mixed-4-threads",
+    "contention/rwlock-mixed-8-threads",
+    "contention/rwlock-mixed-16-threads",
+    "contention/rwlock-write-heavy-2-threads",
+    "contention/rwlock-write-heavy-4-threads",
+    "contention/rwlock-write-heavy-8-threads",
+    "contention/rwlock-write-heavy-16-threads",
     "baseline/futex-wake-to-run",
     "notify/fan-out-10",
     "notify/fan-out-100",
@@ -228,11 +243,15 @@ def read_targets():
 
 TARGETS_FILE = read_targets()
 
-# The eventually fair mutex's wait target (targets.toml [fair_mutex_wait]).
+# The contention rows' tail targets (targets.toml [contention_tails]): the
+# limit is bound_multiple x SB_MUTEX_FAIRNESS_BOUND_NS + allowance_ns (2.1 ms).
 FAIRNESS_BOUND_NS = read_fairness_bound()
-FAIR_WAIT = TARGETS_FILE["fair_mutex_wait"]
-FAIR_WAIT_LIMIT_NS = FAIR_WAIT["bound_multiple"] * FAIRNESS_BOUND_NS + FAIR_WAIT["allowance_ns"]
-FAIR_MUTEX_SCENARIO_RE = re.compile(FAIR_WAIT["scenarios"])
+TAILS = TARGETS_FILE["contention_tails"]
+TAIL_LIMIT_NS = TAILS["bound_multiple"] * FAIRNESS_BOUND_NS + TAILS["allowance_ns"]
+TAIL_SCENARIO_RE = re.compile(TAILS["scenarios"])
+TAIL_FLOATING = tuple(TAILS["floating"])
+TAIL_THREAD_BOUND = tuple(TAILS["thread_bound"])
+FUTEX_SCENARIO = TAILS["futex_scenario"]
 
 
 def is_strict_fifo(impl):
@@ -283,7 +302,11 @@ RESULT_RE = re.compile(
     r"^RESULT (\S+) (\S+) ([0-9]+\.[0-9]{3}) allocs_per_round=([0-9]+(?:\.[0-9]{1,3})?)$")
 BATCH_RE = re.compile(r"^BATCH (\S+) (\S+) ([0-9]+\.[0-9]{3})$")
 WAITS_RE = re.compile(
-    r"^WAITS (\S+) (\S+) p50_ns=([0-9]+) p99_ns=([0-9]+) max_ns=([0-9]+) acquires=([0-9]+)$")
+    r"^WAITS (\S+) (\S+) p50_ns=([0-9]+) p99_ns=([0-9]+) max_ns=([0-9]+) acquires=([0-9]+)"
+    r"(?: read_p50_ns=([0-9]+) read_p99_ns=([0-9]+) read_max_ns=([0-9]+) reads=([0-9]+)"
+    r" write_p50_ns=([0-9]+) write_p99_ns=([0-9]+) write_max_ns=([0-9]+) writes=([0-9]+))?$")
+# The two sides of a WAITS line that carries them (the rwlock rows).
+WAIT_SIDES = ("read", "write")
 
 QUICK_REPEAT = 3
 SMOKE_ROUNDS = 10
@@ -350,6 +373,17 @@ class Pair:
                 "max_worst_ns": max(w["max_ns"] for w in self.waits),
                 "runs": self.waits,
             }
+            # Each side of the rwlock rows, the same way.
+            for side in WAIT_SIDES:
+                runs = [w[side] for w in self.waits if side in w]
+                if runs:
+                    s["waits"][side] = {
+                        "p50_ns": statistics.median(w["p50_ns"] for w in runs),
+                        "p99_ns": statistics.median(w["p99_ns"] for w in runs),
+                        "max_ns": statistics.median(w["max_ns"] for w in runs),
+                        "max_min_ns": min(w["max_ns"] for w in runs),
+                        "max_worst_ns": max(w["max_ns"] for w in runs),
+                    }
         return s
 
 
@@ -502,8 +536,14 @@ def run_waits(pair, rounds, timeout):
     for line in out.splitlines():
         m = WAITS_RE.match(line)
         if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
-            pair.waits.append({"p50_ns": int(m.group(3)), "p99_ns": int(m.group(4)),
-                               "max_ns": int(m.group(5)), "acquires": int(m.group(6))})
+            w = {"p50_ns": int(m.group(3)), "p99_ns": int(m.group(4)),
+                 "max_ns": int(m.group(5)), "acquires": int(m.group(6))}
+            if m.group(7) is not None:
+                for k, side in enumerate(WAIT_SIDES):
+                    g = 7 + 4 * k
+                    w[side] = {"p50_ns": int(m.group(g)), "p99_ns": int(m.group(g + 1)),
+                               "max_ns": int(m.group(g + 2)), "acquires": int(m.group(g + 3))}
+            pair.waits.append(w)
             return True
     pair.errors.append("--waits: no well-formed WAITS line in: %r" % out[-300:])
     return False
@@ -514,6 +554,14 @@ def fmt_waits(w):
     and max over the runs, then the smallest and largest max of a run."""
     return "%s / %s / %s (%s-%s)" % (fmt_ns(w["p50_ns"]), fmt_ns(w["p99_ns"]), fmt_ns(w["max_ns"]),
                                      fmt_ns(w["max_min_ns"]), fmt_ns(w["max_worst_ns"]))
+
+
+def fmt_side_waits(w):
+    """'read 30.0 ns / 1.2 us / 1.10 ms, write ...': each side of a row that
+    times its read and write locks apart; '' for the others."""
+    return ", ".join("%s %s / %s / %s" % (side, fmt_ns(w[side]["p50_ns"]), fmt_ns(w[side]["p99_ns"]),
+                                          fmt_ns(w[side]["max_ns"]))
+                     for side in WAIT_SIDES if side in w)
 
 
 # ------------------------------------------------------------ instructions
@@ -650,9 +698,54 @@ def fmt_result_ns(ns):
     return "%.3f" % ns
 
 
-def evaluate_targets(scenario, base_impl, by_impl, medians=None):
+def tail_limits(base_impl, futex_max):
+    """The contention_tails limits of one row: [(what, limit_ns or None)],
+    what being "p99_ns" or "max_ns"; None when the row's limit needs the
+    futex baseline's maximum and the run has none."""
+    if base_impl in TAIL_FLOATING:
+        return [("max_ns", TAIL_LIMIT_NS)]
+    if base_impl in TAIL_THREAD_BOUND:
+        return [("p99_ns", TAIL_LIMIT_NS),
+                ("max_ns", TAIL_LIMIT_NS + futex_max if futex_max is not None else None)]
+    return []
+
+
+def evaluate_tail_targets(scenario, base_impl, sb, futex_max):
+    """targets.toml [contention_tails] for syncband row `base_impl`: floating
+    tasks max <= the limit; thread-bound rows p99 <= the limit and max <=
+    the limit + `futex_max` (the same run's baseline/futex-wake-to-run max,
+    the median of its runs' maxima).  Every value read is a median over the
+    --waits runs; a row with read and write sides is judged on each."""
+    verdicts = []
+    if not TAIL_SCENARIO_RE.match(scenario):
+        return verdicts
+    for what, limit in tail_limits(base_impl, futex_max):
+        name = "p99" if what == "p99_ns" else "max"
+        plus = " + futex max" if what == "max_ns" and base_impl in TAIL_THREAD_BOUND else ""
+        label = "%s wait %s%s" % (name, fmt_ns(TAIL_LIMIT_NS), plus)
+        if "waits" not in sb or limit is None:
+            why = "not measured" if "waits" not in sb else "no %s in this run" % FUTEX_SCENARIO
+            verdicts.append({"target": label, "status": "n/a", "ratio": None,
+                             "text": "%s wait <=%s%s: %s" % (name, fmt_ns(TAIL_LIMIT_NS), plus,
+                                                             why)})
+            continue
+        w = sb["waits"]
+        sides = [(side, w[side]) for side in WAIT_SIDES if side in w] or [("", w)]
+        values = [(side, v[what]) for side, v in sides]
+        ok = all(v <= limit for _, v in values)
+        worst = max(v for _, v in values)
+        shown = ", ".join(("%s %s" % (side, fmt_ns(v))).strip() for side, v in values)
+        verdicts.append({"target": label, "status": "pass" if ok else "MISS",
+                         "ratio": worst / limit, "limit_ns": limit,
+                         "text": "%s wait <=%s: %s %s" % (name, fmt_ns(limit), shown,
+                                                          "pass" if ok else "MISS")})
+    return verdicts
+
+
+def evaluate_targets(scenario, base_impl, by_impl, medians=None, futex_max=None):
     """Target verdicts for syncband row `base_impl` of one scenario.
-    `medians`: {(scenario, impl): median} of the whole run ([[scaling]])."""
+    `medians`: {(scenario, impl): median} of the whole run ([[scaling]]);
+    `futex_max`: the run's baseline/futex-wake-to-run max ([contention_tails])."""
     verdicts = []
     sb = by_impl.get(base_impl)
     if not sb or "median" not in sb:
@@ -698,19 +791,7 @@ def evaluate_targets(scenario, base_impl, by_impl, medians=None):
         verdicts.append({"target": "0 allocations", "status": "pass" if ok else "MISS",
                          "ratio": None,
                          "text": "0 allocs: %s" % ("pass" if ok else "MISS")})
-    if FAIR_MUTEX_SCENARIO_RE.match(scenario) and not is_strict_fifo(base_impl):
-        label = "max wait %s" % fmt_ns(FAIR_WAIT_LIMIT_NS)
-        if "waits" not in sb:
-            verdicts.append({"target": label, "status": "n/a", "ratio": None,
-                             "text": "max wait <=%s: not measured" % fmt_ns(FAIR_WAIT_LIMIT_NS)})
-        else:
-            longest = sb["waits"]["max_ns"]  # the median of the runs' maxima
-            ok = longest <= FAIR_WAIT_LIMIT_NS
-            verdicts.append({"target": label, "status": "pass" if ok else "MISS",
-                             "ratio": longest / FAIR_WAIT_LIMIT_NS,
-                             "text": "max wait <=%s: %s %s" % (fmt_ns(FAIR_WAIT_LIMIT_NS),
-                                                               fmt_ns(longest),
-                                                               "pass" if ok else "MISS")})
+    verdicts += evaluate_tail_targets(scenario, base_impl, sb, futex_max)
     return verdicts
 
 
@@ -754,6 +835,9 @@ def summarize(pairs, unsupported, scenarios):
     baseline_rows = {p.impl: p.instructions for p in pairs
                      if p.scenario == BASELINE_SCENARIO and p.instructions is not None}
     medians = {(p.scenario, p.impl): statistics.median(p.samples) for p in pairs if p.samples}
+    futex = [p.stats()["waits"]["max_ns"] for p in pairs
+             if p.scenario == FUTEX_SCENARIO and p.samples and p.waits]
+    futex_max = futex[0] if futex else None
     for sc in scenarios:
         rows = sorted((p for p in pairs if p.scenario == sc), key=lambda p: impl_order(p.impl))
         stats = {p.impl: p.stats() for p in rows}
@@ -786,7 +870,7 @@ def summarize(pairs, unsupported, scenarios):
                 if p.functions is not None:
                     e["functions"] = dict(sorted(p.functions.items(), key=lambda kv: -kv[1]))
                 if is_syncband(p.impl):
-                    e["targets"] = (evaluate_targets(sc, p.impl, measured, medians) +
+                    e["targets"] = (evaluate_targets(sc, p.impl, measured, medians, futex_max) +
                                     evaluate_instruction_targets(sc, p.impl, measured,
                                                                  peers_known, baseline_rows))
             entries.append(e)
@@ -795,6 +879,22 @@ def summarize(pairs, unsupported, scenarios):
                 entries.append({"impl": uimpl, "side": "peers", "unsupported": why})
         report.append({"scenario": sc, "base": base, "rows": entries})
     return report
+
+
+def print_side_waits(report):
+    """Under the table: each side of the rows that time reads and writes apart."""
+    lines = []
+    for sc in report:
+        first = True
+        for e in sc["rows"]:
+            if "waits" in e and any(side in e["waits"] for side in WAIT_SIDES):
+                lines.append((sc["scenario"] if first else "", e["impl"],
+                              fmt_side_waits(e["waits"])))
+                first = False
+    if lines:
+        print()
+        print("read and write lock waits apart (p50 / p99 / max, medians over the --waits runs):")
+        print_columns(("scenario", "impl", "waits per side"), lines, set())
 
 
 def print_table(report):
@@ -1031,9 +1131,13 @@ def print_waits_lines(report):
         for e in sc["rows"]:
             w = e.get("waits")
             if w:
-                print("WAITS %s %s p50_ns=%d p99_ns=%d max_ns=%d worst_ns=%d runs=%d"
+                sides = "".join(" %s_p50_ns=%d %s_p99_ns=%d %s_max_ns=%d %s_worst_ns=%d"
+                                % (side, w[side]["p50_ns"], side, w[side]["p99_ns"], side,
+                                   w[side]["max_ns"], side, w[side]["max_worst_ns"])
+                                for side in WAIT_SIDES if side in w)
+                print("WAITS %s %s p50_ns=%d p99_ns=%d max_ns=%d worst_ns=%d runs=%d%s"
                       % (sc["scenario"], e["impl"], w["p50_ns"], w["p99_ns"], w["max_ns"],
-                         w["max_worst_ns"], len(w["runs"])))
+                         w["max_worst_ns"], len(w["runs"]), sides))
 
 
 CONTENTION_METHOD = {
@@ -1044,11 +1148,14 @@ CONTENTION_METHOD = {
     "waits": "one --waits run per contention pair and repetition: every acquire timed with "
              "CLOCK_MONOTONIC from the lock/acquire call (or the future's first poll) until it "
              "holds, into preallocated histograms (percentiles to within 1/32 above); "
-             "p50_ns/p99_ns/max_ns: medians over the runs (the fair mutex's max-wait verdict reads "
-             "max_ns), max_min_ns/max_worst_ns: the smallest and largest max of a run; "
+             "p50_ns/p99_ns/max_ns: medians over the runs (the tail verdicts read them), "
+             "max_min_ns/max_worst_ns: the smallest and largest max of a run; the rwlock rows "
+             "also per side (\"read\", \"write\"); "
              "baseline/futex-wake-to-run times every wake of a futex ping-pong the same way",
     "fairness_bound_ns": FAIRNESS_BOUND_NS,
-    "fair_wait_limit_ns": FAIR_WAIT_LIMIT_NS,
+    "tail_limit_ns": TAIL_LIMIT_NS,
+    "tail_floating": list(TAIL_FLOATING),
+    "tail_thread_bound": list(TAIL_THREAD_BOUND),
 }
 
 
@@ -1145,7 +1252,11 @@ def main():
     started = time.monotonic()
     pairs, unsupported = discover(args.bin_dir, args.peers, args.go)
     if args.filters:
-        keep = lambda sc: any(f in sc for f in args.filters)
+        # The futex probe goes with any contention row: the thread-bound
+        # rows' tail targets read its maximum from the same run.
+        wanted = lambda sc: any(f in sc for f in args.filters)
+        with_tails = any(wanted(p.scenario) and TAIL_SCENARIO_RE.match(p.scenario) for p in pairs)
+        keep = lambda sc: wanted(sc) or (with_tails and sc == FUTEX_SCENARIO)
         pairs = [p for p in pairs if keep(p.scenario)]
         unsupported = [u for u in unsupported if keep(u[0])]
         if not pairs:
@@ -1258,6 +1369,7 @@ def main():
               "rank 1 = fastest; targets from bench/targets.toml")
         print()
         print_table(report)
+        print_side_waits(report)
         if unsupported:
             print()
             for (sc, impl, why) in unsupported:

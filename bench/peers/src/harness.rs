@@ -203,13 +203,18 @@ impl WaitHistogram {
 
 /// Times the measured segments of a batch and counts the allocations made in
 /// them. Setup and teardown stay outside the segments. With `waits` set
-/// (`--waits`), a contention batch also times every acquire into it.
+/// (`--waits`), a contention batch also times every acquire into it (and,
+/// a row with read and write locks, into `read_waits` or `write_waits`).
 #[derive(Default)]
 pub struct Meter {
     elapsed: Duration,
     allocations: u64,
     open: Option<(Instant, u64)>,
     pub waits: Option<Box<WaitHistogram>>,
+    /// With `waits`: the read locks' and the write locks' waits apart (the
+    /// rwlock contention rows add each lock into one of them too).
+    pub read_waits: Option<Box<WaitHistogram>>,
+    pub write_waits: Option<Box<WaitHistogram>>,
 }
 
 impl Meter {

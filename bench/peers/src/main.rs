@@ -20,7 +20,10 @@
 //! receivers, which time every receive): exactly one batch of R rounds, no warm-up,
 //! in which every acquire is timed; prints only
 //! `WAITS <scenario> <impl> p50_ns=<x> p99_ns=<y> max_ns=<z> acquires=<n>`
-//! (that batch's time is not reported: the clock reads slow it down).
+//! (that batch's time is not reported: the clock reads slow it down); the
+//! rwlock contention rows append `read_p50_ns= read_p99_ns= read_max_ns=
+//! reads= write_p50_ns= write_p99_ns= write_max_ns= writes=` (each side
+//! apart; the first fields stay the totals).
 
 mod alloc_count;
 mod broadcast;
@@ -32,6 +35,7 @@ mod one_slot;
 mod primitives;
 mod registry;
 mod rwlock_barrier_once;
+mod rwlock_contention;
 mod watch;
 mod select;
 
@@ -174,16 +178,39 @@ fn run_waits(row: &Row, batch: harness::BatchFn, params: &Params) -> Result<(), 
     let name = row.name(params.threads);
     let mut meter = Meter::default();
     meter.waits = Some(WaitHistogram::new());
+    meter.read_waits = Some(WaitHistogram::new());
+    meter.write_waits = Some(WaitHistogram::new());
     batch(params, &mut meter);
-    let waits = meter
-        .waits
-        .take()
-        .expect("the histogram stays in the meter");
+    let taken = (
+        meter.waits.take(),
+        meter.read_waits.take(),
+        meter.write_waits.take(),
+    );
+    let (Some(waits), Some(reads), Some(writes)) = taken else {
+        panic!("the histograms stay in the meter");
+    };
     if waits.count() == 0 {
         return Err(format!("{name} {} does not time its acquires", row.imp));
     }
+    // The rows that time their read and write locks apart append both sides.
+    let sides = if reads.count() + writes.count() > 0 {
+        format!(
+            " read_p50_ns={} read_p99_ns={} read_max_ns={} reads={} \
+             write_p50_ns={} write_p99_ns={} write_max_ns={} writes={}",
+            reads.percentile(0.50),
+            reads.percentile(0.99),
+            reads.max(),
+            reads.count(),
+            writes.percentile(0.50),
+            writes.percentile(0.99),
+            writes.max(),
+            writes.count()
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "WAITS {name} {} p50_ns={} p99_ns={} max_ns={} acquires={}",
+        "WAITS {name} {} p50_ns={} p99_ns={} max_ns={} acquires={}{sides}",
         row.imp,
         waits.percentile(0.50),
         waits.percentile(0.99),

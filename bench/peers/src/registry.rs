@@ -537,6 +537,7 @@ pub fn rows() -> Vec<Row> {
             smol_mt::semaphore,
         ),
     ];
+    rows.extend(rwlock_contention_rows());
     rows.extend(channel_rows());
     rows.extend([
         run("broadcast/fan-out-16", TOKIO, 1_000_000, bc::fan_out_16_tokio),
@@ -546,4 +547,20 @@ pub fn rows() -> Vec<Row> {
     rows.extend(watch_rows());
     rows.extend(crate::select::rows());
     rows
+}
+
+/// The read-write lock's contention rows (src/rwlock_contention.rs).
+fn rwlock_contention_rows() -> Vec<Row> {
+    use crate::rwlock_contention::{smol_mt as rs, tokio_mt as rt, MIXED, READ_MOSTLY, WRITE_HEAVY};
+    const READ_MOSTLY_ROW: &str = "contention/rwlock-read-mostly-N-threads";
+    const MIXED_ROW: &str = "contention/rwlock-mixed-N-threads";
+    const WRITE_HEAVY_ROW: &str = "contention/rwlock-write-heavy-N-threads";
+    vec![
+        run(READ_MOSTLY_ROW, TOKIO, 1_000, rt::rwlock::<READ_MOSTLY>),
+        run(READ_MOSTLY_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<READ_MOSTLY>),
+        run(MIXED_ROW, TOKIO, 1_000, rt::rwlock::<MIXED>),
+        run(MIXED_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<MIXED>),
+        run(WRITE_HEAVY_ROW, TOKIO, 1_000, rt::rwlock::<WRITE_HEAVY>),
+        run(WRITE_HEAVY_ROW, ASYNC_LOCK, 1_000, rs::rwlock::<WRITE_HEAVY>),
+    ]
 }

@@ -1323,37 +1323,83 @@ inline once_wait_awaiter call_once(sb_once &o) noexcept
 template <class T>
 class channel;
 
-template <class T>
-class send_awaiter : public detail::future_awaiter<sb_channel_send> {
-public:
-	send_awaiter(sb_channel &ch, const T &item) noexcept
-		: future_awaiter(), ch_(&ch), item_(item)
+namespace detail {
+
+// A channel's and a broadcast's send, for send_awaiter_base.  Always
+// inlined, so that each C call is made (and inlined) as if named there.
+struct channel_send_ops {
+	using target = sb_channel;
+	using future = sb_channel_send;
+	[[gnu::always_inline]] static int try_send(sb_channel *ch, const void *item) noexcept
 	{
+		return sb_channel_try_send(ch, item);
 	}
+	[[gnu::always_inline]] static void init(sb_channel_send *f, sb_channel *ch,
+						const void *item) noexcept
+	{
+		sb_channel_send_init(f, ch, item);
+	}
+};
+struct broadcast_send_ops {
+	using target = sb_broadcast;
+	using future = sb_broadcast_send;
+	[[gnu::always_inline]] static int try_send(sb_broadcast *bc, const void *item) noexcept
+	{
+		return sb_broadcast_try_send(bc, item);
+	}
+	[[gnu::always_inline]] static void init(sb_broadcast_send *f, sb_broadcast *bc,
+						const void *item) noexcept
+	{
+		sb_broadcast_send_init(f, bc, item);
+	}
+};
+
+// An awaiter that sends a copy of one item through Ops (channel_send_ops
+// or broadcast_send_ops): its try_send in await_ready, else its future.
+// co_await gives 0 (sent) or -EPIPE (closed; the item was not sent).
+template <class Ops, class T>
+class send_awaiter_base : public future_awaiter<typename Ops::future> {
+public:
 	bool await_ready() noexcept
 	{
-		result_ = sb_channel_try_send(ch_, &item_);
-		return result_ != -EAGAIN;
+		this->result_ = Ops::try_send(to_, &item_);
+		return this->result_ != -EAGAIN;
 	}
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
 		prepare();
-		return suspend(h);
+		return this->suspend(h);
 	}
-	// 0 (sent) or -EPIPE (closed; the item was not sent).
-	int await_resume() noexcept { return result_; }
+	int await_resume() noexcept { return this->result_; }
+
+protected:
+	send_awaiter_base(typename Ops::target &to, const T &item) noexcept : to_(&to), item_(item)
+	{
+	}
 
 private:
-	friend struct detail::select_access;
+	friend struct select_access;
 	// Initialises the future, for this await or a when_any's select.
 	void prepare() noexcept
 	{
-		sb_channel_send_init(&future_, ch_, &item_);
+		Ops::init(&this->future_, to_, &item_);
 	}
 
-	sb_channel *ch_;
+	typename Ops::target *to_;
 	T item_; // the future sends from here: it stays put while pending
+};
+
+} // namespace detail
+
+// co_await of ch.send(item): 0 (sent) or -EPIPE (closed; not sent).
+template <class T>
+class send_awaiter : public detail::send_awaiter_base<detail::channel_send_ops, T> {
+public:
+	send_awaiter(sb_channel &ch, const T &item) noexcept
+		: detail::send_awaiter_base<detail::channel_send_ops, T>(ch, item)
+	{
+	}
 };
 
 template <class T>
@@ -1508,37 +1554,16 @@ broadcast_result<T> broadcast_outcome(int r, const T &item,
 }
 } // namespace detail
 
+// co_await of bc.send(item): 0 (sent to every subscriber) or -EPIPE
+// (closed; not sent).
 template <class T>
-class broadcast_send_awaiter : public detail::future_awaiter<sb_broadcast_send> {
+class broadcast_send_awaiter
+	: public detail::send_awaiter_base<detail::broadcast_send_ops, T> {
 public:
 	broadcast_send_awaiter(sb_broadcast &bc, const T &item) noexcept
-		: future_awaiter(), bc_(&bc), item_(item)
+		: detail::send_awaiter_base<detail::broadcast_send_ops, T>(bc, item)
 	{
 	}
-	bool await_ready() noexcept
-	{
-		result_ = sb_broadcast_try_send(bc_, &item_);
-		return result_ != -EAGAIN;
-	}
-	template <class Promise>
-	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
-	{
-		prepare();
-		return suspend(h);
-	}
-	// 0 (sent to every subscriber) or -EPIPE (closed; not sent).
-	int await_resume() noexcept { return result_; }
-
-private:
-	friend struct detail::select_access;
-	// Initialises the future, for this await or a when_any's select.
-	void prepare() noexcept
-	{
-		sb_broadcast_send_init(&future_, bc_, &item_);
-	}
-
-	sb_broadcast *bc_;
-	T item_; // the future sends from here: it stays put while pending
 };
 
 template <class T>

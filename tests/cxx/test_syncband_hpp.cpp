@@ -1597,8 +1597,8 @@ void a_watch_receiver_reads_the_latest_value_after_a_burst_of_sends(void **)
 sb::task<> follow(sb::watch_receiver<int> &rx, std::vector<int> &got, bool &ended)
 {
 	for (;;) {
-		// Not `while (co_await ...)`: g++ 12 miscompiles a co_await in a
-		// while condition (the coroutine's body never runs).
+		// Not `while (co_await ...)`: g++ 12 miscompiles a co_await of a
+		// temporary in a condition (docs/integration.md).
 		bool more = co_await rx.changed();
 		if (!more)
 			break;

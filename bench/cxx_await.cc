@@ -13,6 +13,11 @@
 //                            whose acquire completes and the next one waits.
 //                            The permits are kept: the next release is the
 //                            next round's.
+//   c-lock-ready / ...       the same with an sb_mutex: a free mutex is
+//   c-lock-pending / ...     locked and unlocked (C: sb_mutex_lock future,
+//                            C++: sb::lock and its sb::mutex_guard); pending,
+//                            the driver unlocks (the wake) and the task keeps
+//                            the lock it then takes (the guard's release()).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +29,7 @@ namespace {
 void no_ring(void *) {}
 
 sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+sb_mutex mtx = SB_MUTEX_INIT;
 long rounds;
 long done_rounds;
 bool pending;
@@ -52,6 +58,40 @@ int c_poll(sb_loop_task *lt, const sb_waker *w)
 	}
 }
 
+struct c_lock_task {
+	sb_loop_task t;
+	sb_mutex_lock f;
+	bool armed;
+};
+
+int c_lock_poll(sb_loop_task *lt, const sb_waker *w)
+{
+	c_lock_task *c = SB_CONTAINER_OF(lt, c_lock_task, t);
+	for (;;) {
+		if (!c->armed) {
+			sb_mutex_lock_init(&c->f, &mtx);
+			c->armed = true;
+		}
+		if (sb_mutex_lock_poll(&c->f, w) == SB_PENDING)
+			return SB_PENDING;
+		c->armed = false;
+		if (!pending)
+			sb_mutex_unlock(&mtx);
+		if (++done_rounds == rounds)
+			return 0;
+	}
+}
+
+sb::task<> cxx_lock_task()
+{
+	for (long i = 0; i < rounds; i++) {
+		sb::mutex_guard g = co_await sb::lock(mtx);
+		if (pending)
+			static_cast<void>(g.release());
+		done_rounds++;
+	}
+}
+
 sb::task<> cxx_task()
 {
 	for (long i = 0; i < rounds; i++) {
@@ -62,14 +102,17 @@ sb::task<> cxx_task()
 	}
 }
 
-// Polls until every round is done, releasing one permit before each run in
-// the pending modes.
-template <class RunReady>
+// Polls until every round is done, releasing one permit (or unlocking the
+// mutex) before each run in the pending modes.
+template <bool Lock, class RunReady>
 void drive(RunReady run_ready)
 {
 	run_ready();
 	while (done_rounds < rounds) {
-		sb_semaphore_release(&sem, 1);
+		if (Lock)
+			sb_mutex_unlock(&mtx);
+		else
+			sb_semaphore_release(&sem, 1);
 		run_ready();
 	}
 }
@@ -79,31 +122,43 @@ void drive(RunReady run_ready)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		std::fprintf(stderr, "usage: cxx_await c-ready|cxx-ready|c-pending|cxx-pending ROUNDS\n");
+		std::fprintf(stderr, "usage: cxx_await [c|cxx]-[lock-]ready|pending ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
 	rounds = std::atol(argv[2]);
 	pending = std::strstr(mode, "pending") != nullptr;
+	bool lock = std::strstr(mode, "-lock-") != nullptr;
 	if (!pending)
 		sb_semaphore_release(&sem, 1);
+	else if (lock && sb_mutex_try_lock(&mtx) != 0) // the driver's: every lock waits
+		return 1;
 	if (std::strncmp(mode, "c-", 2) == 0) {
 		sb_loop l;
 		sb_loop_init(&l, no_ring, nullptr);
 		static c_task t;
-		sb_loop_task_init(&t.t, c_poll, nullptr);
-		sb_loop_spawn(&l, &t.t);
-		drive([&l] { sb_loop_run_ready(&l); });
+		static c_lock_task lt;
+		if (lock)
+			sb_loop_task_init(&lt.t, c_lock_poll, nullptr);
+		else
+			sb_loop_task_init(&t.t, c_poll, nullptr);
+		sb_loop_spawn(&l, lock ? &lt.t : &t.t);
+		auto run = [&l] { sb_loop_run_ready(&l); };
+		lock ? drive<true>(run) : drive<false>(run);
 		if (!sb_loop_idle(&l))
 			return 1;
 	} else {
 		sb::loop l(no_ring, nullptr);
-		l.spawn(cxx_task());
-		drive([&l] { l.run_ready(); });
+		l.spawn(lock ? cxx_lock_task() : cxx_task());
+		auto run = [&l] { l.run_ready(); };
+		lock ? drive<true>(run) : drive<false>(run);
 		while (!l.idle())
 			l.run_ready();
 	}
-	if (done_rounds != rounds || sb_semaphore_available(&sem) != (pending ? 0u : 1u)) {
+	// Pending, the task keeps the last lock it took.
+	bool left_ok = lock ? sb_mutex_is_locked(&mtx) == pending
+			    : sb_semaphore_available(&sem) == (pending ? 0u : 1u);
+	if (done_rounds != rounds || !left_ok) {
 		std::fprintf(stderr, "cxx_await %s: %ld of %ld rounds\n", mode, done_rounds, rounds);
 		return 1;
 	}

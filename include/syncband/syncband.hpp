@@ -66,15 +66,26 @@ class task;
 
 namespace detail {
 
-// What a suspended coroutine waits on: polled again on every wake of its
-// task, cancelled when what awaits it is cut short.
-struct pending_op {
+struct pending_op;
+
+// How a pending_op is polled and cancelled.
+struct pending_ops {
 	// SB_PENDING, or 0 once the coroutine may resume.
 	int (*poll)(pending_op *op, const sb_waker *w) noexcept;
 	// Cancels the wait: true when the operation was done anyway (the
 	// coroutine is resumed and sees its result), false when it was undone
 	// (the coroutine must not be resumed, only destroyed).
 	bool (*cancel)(pending_op *op) noexcept;
+};
+
+// The one table of poll P and cancel C: a suspension stores one pointer.
+template <int (*P)(pending_op *, const sb_waker *) noexcept, bool (*C)(pending_op *) noexcept>
+inline constexpr pending_ops ops_for{ P, C };
+
+// What a suspended coroutine waits on: polled again on every wake of its
+// task, cancelled when what awaits it is cut short.
+struct pending_op {
+	const pending_ops *ops;
 };
 
 struct task_state;
@@ -97,7 +108,7 @@ inline bool step(strand *s, const sb_waker *w) noexcept
 {
 	pending_op *op = s->waiting;
 	if (op) {
-		if (op->poll(op, w) == SB_PENDING)
+		if (op->ops->poll(op, w) == SB_PENDING)
 			return true;
 		s->waiting = nullptr;
 	}
@@ -113,7 +124,7 @@ inline bool cut(strand *s, std::coroutine_handle<> h) noexcept
 {
 	while (!h.done()) {
 		pending_op *op = std::exchange(s->waiting, nullptr);
-		if (!op || !op->cancel(op))
+		if (!op || !op->ops->cancel(op))
 			return false;
 		s->resume_at.resume();
 	}
@@ -791,8 +802,8 @@ struct select_access;
 
 // A syncband future awaited by a task: registered by await_suspend, polled
 // again on every wake.  Not copyable, and movable only before it is first
-// awaited: the future must stay where it is while pending.  Nothing but the
-// phase is stored until an await suspends, so an await that completes in
+// awaited: the future must stay where it is while pending.  Nothing but
+// result_ is stored until an await suspends, so an await that completes in
 // await_ready costs no more than the C call it makes.
 class awaiter_core : protected pending_op {
 public:
@@ -800,25 +811,23 @@ public:
 	awaiter_core &operator=(const awaiter_core &) = delete;
 
 protected:
-	using poll_fn = int (*)(pending_op *, const sb_waker *) noexcept;
-	using cancel_fn = bool (*)(pending_op *) noexcept;
-	enum class phase : unsigned char { idle, pending, done, cancelled };
-
 	awaiter_core() noexcept {} // pending_op: filled in by suspend()
 	~awaiter_core() = default;
 
-	// Polls the (initialised) future once through `p` (which settles it)
-	// with the task's waker: true when the coroutine must suspend until it
-	// completes; `p` is then what each wake re-polls, `c` what cancels it.
-	template <class Promise>
-	bool suspend(std::coroutine_handle<Promise> h, poll_fn p, cancel_fn c) noexcept
+	// Makes the future's first poll, first(waker), with the task's waker
+	// (the future is initialised): true when the coroutine must suspend
+	// until it completes; `o` then re-polls it on each wake (settling
+	// it) and cancels it.
+	template <class Promise, class FirstPoll>
+	bool suspend(std::coroutine_handle<Promise> h, const pending_ops *o,
+		     FirstPoll first) noexcept
 	{
 		strand *s = h.promise().syncband_state();
-		phase_ = phase::pending;
-		if (p(this, &s->task->waker) != SB_PENDING)
+		int r = first(&s->task->waker);
+		result_ = r;
+		if (r != SB_PENDING)
 			return false;
-		poll = p;
-		cancel = c;
+		ops = o;
 		s->waiting = this;
 		s->resume_at = h;
 		return true;
@@ -830,7 +839,6 @@ protected:
 		if (r == SB_PENDING)
 			return SB_PENDING;
 		result_ = r;
-		phase_ = phase::done;
 		return 0;
 	}
 	// The poll after a cancel returns the final result without registering
@@ -838,27 +846,22 @@ protected:
 	// it completed with (a channel's item that had been handed over).
 	bool settle_cancelled(int r) noexcept
 	{
-		if (r == -ECANCELED) {
-			phase_ = phase::cancelled;
-			return false;
-		}
 		result_ = r;
-		phase_ = phase::done;
-		return true;
+		return r != -ECANCELED;
 	}
 
-	bool pending() const noexcept { return phase_ == phase::pending; }
+	bool pending() const noexcept { return result_ == SB_PENDING; }
 	// Pending, or cancelled by a combinator: the operation did not happen.
 	bool unfinished() const noexcept
 	{
-		return phase_ == phase::pending || phase_ == phase::cancelled;
+		return result_ == SB_PENDING || result_ == -ECANCELED;
 	}
 
-	int result_; // written by await_ready or a poll before it is read
-
-private:
-	friend struct select_access;
-	phase phase_ = phase::idle;
+	// The await's state and result in one word: 0 until awaited (or what
+	// await_ready settled), SB_PENDING while suspended, -ECANCELED once a
+	// combinator's cancel undid it, else what the future completed with (a
+	// poll never completes with SB_PENDING, nor with -ECANCELED uncancelled).
+	int result_ = 0;
 };
 
 // An awaiter that holds its future.
@@ -876,10 +879,26 @@ protected:
 			cancel_future(&future_);
 	}
 
+	// Polls the initialised future for the first time (see
+	// awaiter_core::suspend).
 	template <class Promise>
 	bool suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		return awaiter_core::suspend(h, &poll_again, &cancel_wait);
+		return awaiter_core::suspend(
+			h, &ops_for<&poll_again, &cancel_wait>,
+			[this](const sb_waker *w) { return poll_future(&future_, w); });
+	}
+	// The same, when await_ready has just made the C poll's inline attempt
+	// and it failed: `slow` is that poll's out-of-line rest, which a first
+	// poll whose attempt fails calls anyway, so the attempt is not made
+	// twice.
+	template <class Promise>
+	bool suspend_slow(std::coroutine_handle<Promise> h,
+			  int (*slow)(Future *, const sb_waker *)) noexcept
+	{
+		return awaiter_core::suspend(
+			h, &ops_for<&poll_again, &cancel_wait>,
+			[this, slow](const sb_waker *w) { return slow(&future_, w); });
 	}
 
 	Future future_;
@@ -904,38 +923,49 @@ private:
 
 class acquire_awaiter : public detail::future_awaiter<sb_semaphore_acquire> {
 public:
-	acquire_awaiter(sb_semaphore &s, std::size_t n) noexcept
-		: future_awaiter(), sem_(&s), n_(n)
+	// The semaphore and the count go straight into the future's fields,
+	// which its init (prepare) then stores again unchanged, so the compiler
+	// drops those stores: a suspending await adds only the status.
+	acquire_awaiter(sb_semaphore &s, std::size_t n) noexcept : future_awaiter()
+	{
+		future_.sem = &s;
+		future_.permits = n;
+	}
+	acquire_awaiter(acquire_awaiter &&o) noexcept
+		: acquire_awaiter(*o.future_.sem, o.future_.permits)
 	{
 	}
 	// The inline attempt of try_acquire only (one CAS): whatever it cannot
 	// settle, the future's first poll does.
 	bool await_ready() noexcept
 	{
+		sb_semaphore *s = future_.sem;
 		// relaxed: a guess that the CAS confirms; acquire: as try_acquire.
-		std::size_t state = sb__state_load_relaxed(&sem_->q), next;
-		result_ = 0;
-		return sb__semaphore_may_take(state, n_, &next) &&
-		       sb__state_cas_acquire(&sem_->q, &state, next);
+		std::size_t state = sb__state_load_relaxed(&s->q), next;
+		if (!sb__semaphore_may_take(state, future_.permits, &next) ||
+		    !sb__state_cas_acquire(&s->q, &state, next))
+			return false;
+		result_ = 0; // again: stored after the CAS, it need not be reloaded
+		return true;
 	}
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
 		prepare();
-		return suspend(h);
+		return suspend_slow(h, &sb_semaphore_acquire_poll_slow);
 	}
-	permit await_resume() noexcept { return result_ == 0 ? permit(*sem_, n_) : permit(result_); }
+	permit await_resume() noexcept
+	{
+		return result_ == 0 ? permit(*future_.sem, future_.permits) : permit(result_);
+	}
 
 private:
 	friend struct detail::select_access;
 	// Initialises the future, for this await or a when_any's select.
 	void prepare() noexcept
 	{
-		sb_semaphore_acquire_init(&future_, sem_, n_);
+		sb_semaphore_acquire_init(&future_, future_.sem, future_.permits);
 	}
-
-	sb_semaphore *sem_;
-	std::size_t n_;
 };
 
 // co_await sb::acquire(sem, n): an sb::permit holding `n` permits, or an
@@ -955,7 +985,7 @@ public:
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
 		prepare();
-		return suspend(h);
+		return suspend_slow(h, &sb_mutex_lock_poll_slow);
 	}
 	mutex_guard await_resume() noexcept { return mutex_guard(*m_); }
 
@@ -1293,37 +1323,83 @@ inline once_wait_awaiter call_once(sb_once &o) noexcept
 template <class T>
 class channel;
 
-template <class T>
-class send_awaiter : public detail::future_awaiter<sb_channel_send> {
-public:
-	send_awaiter(sb_channel &ch, const T &item) noexcept
-		: future_awaiter(), ch_(&ch), item_(item)
+namespace detail {
+
+// A channel's and a broadcast's send, for send_awaiter_base.  Always
+// inlined, so that each C call is made (and inlined) as if named there.
+struct channel_send_ops {
+	using target = sb_channel;
+	using future = sb_channel_send;
+	[[gnu::always_inline]] static int try_send(sb_channel *ch, const void *item) noexcept
 	{
+		return sb_channel_try_send(ch, item);
 	}
+	[[gnu::always_inline]] static void init(sb_channel_send *f, sb_channel *ch,
+						const void *item) noexcept
+	{
+		sb_channel_send_init(f, ch, item);
+	}
+};
+struct broadcast_send_ops {
+	using target = sb_broadcast;
+	using future = sb_broadcast_send;
+	[[gnu::always_inline]] static int try_send(sb_broadcast *bc, const void *item) noexcept
+	{
+		return sb_broadcast_try_send(bc, item);
+	}
+	[[gnu::always_inline]] static void init(sb_broadcast_send *f, sb_broadcast *bc,
+						const void *item) noexcept
+	{
+		sb_broadcast_send_init(f, bc, item);
+	}
+};
+
+// An awaiter that sends a copy of one item through Ops (channel_send_ops
+// or broadcast_send_ops): its try_send in await_ready, else its future.
+// co_await gives 0 (sent) or -EPIPE (closed; the item was not sent).
+template <class Ops, class T>
+class send_awaiter_base : public future_awaiter<typename Ops::future> {
+public:
 	bool await_ready() noexcept
 	{
-		result_ = sb_channel_try_send(ch_, &item_);
-		return result_ != -EAGAIN;
+		this->result_ = Ops::try_send(to_, &item_);
+		return this->result_ != -EAGAIN;
 	}
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
 		prepare();
-		return suspend(h);
+		return this->suspend(h);
 	}
-	// 0 (sent) or -EPIPE (closed; the item was not sent).
-	int await_resume() noexcept { return result_; }
+	int await_resume() noexcept { return this->result_; }
+
+protected:
+	send_awaiter_base(typename Ops::target &to, const T &item) noexcept : to_(&to), item_(item)
+	{
+	}
 
 private:
-	friend struct detail::select_access;
+	friend struct select_access;
 	// Initialises the future, for this await or a when_any's select.
 	void prepare() noexcept
 	{
-		sb_channel_send_init(&future_, ch_, &item_);
+		Ops::init(&this->future_, to_, &item_);
 	}
 
-	sb_channel *ch_;
+	typename Ops::target *to_;
 	T item_; // the future sends from here: it stays put while pending
+};
+
+} // namespace detail
+
+// co_await of ch.send(item): 0 (sent) or -EPIPE (closed; not sent).
+template <class T>
+class send_awaiter : public detail::send_awaiter_base<detail::channel_send_ops, T> {
+public:
+	send_awaiter(sb_channel &ch, const T &item) noexcept
+		: detail::send_awaiter_base<detail::channel_send_ops, T>(ch, item)
+	{
+	}
 };
 
 template <class T>
@@ -1478,37 +1554,16 @@ broadcast_result<T> broadcast_outcome(int r, const T &item,
 }
 } // namespace detail
 
+// co_await of bc.send(item): 0 (sent to every subscriber) or -EPIPE
+// (closed; not sent).
 template <class T>
-class broadcast_send_awaiter : public detail::future_awaiter<sb_broadcast_send> {
+class broadcast_send_awaiter
+	: public detail::send_awaiter_base<detail::broadcast_send_ops, T> {
 public:
 	broadcast_send_awaiter(sb_broadcast &bc, const T &item) noexcept
-		: future_awaiter(), bc_(&bc), item_(item)
+		: detail::send_awaiter_base<detail::broadcast_send_ops, T>(bc, item)
 	{
 	}
-	bool await_ready() noexcept
-	{
-		result_ = sb_broadcast_try_send(bc_, &item_);
-		return result_ != -EAGAIN;
-	}
-	template <class Promise>
-	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
-	{
-		prepare();
-		return suspend(h);
-	}
-	// 0 (sent to every subscriber) or -EPIPE (closed; not sent).
-	int await_resume() noexcept { return result_; }
-
-private:
-	friend struct detail::select_access;
-	// Initialises the future, for this await or a when_any's select.
-	void prepare() noexcept
-	{
-		sb_broadcast_send_init(&future_, bc_, &item_);
-	}
-
-	sb_broadcast *bc_;
-	T item_; // the future sends from here: it stays put while pending
 };
 
 template <class T>
@@ -1843,7 +1898,8 @@ public:
 	template <class Promise>
 	bool await_suspend(std::coroutine_handle<Promise> h) noexcept
 	{
-		return suspend(h, &poll_again, &cancel_wait);
+		return suspend(h, &detail::ops_for<&poll_again, &cancel_wait>,
+			       [this](const sb_waker *w) { return ops_->poll(fut_, w); });
 	}
 	int await_resume() noexcept { return result_; }
 
@@ -1933,7 +1989,7 @@ inline current_waker_awaiter current_waker() noexcept
 // co_await sb::yield(): lets every other queued task run first.
 class yield_awaiter : detail::pending_op {
 public:
-	yield_awaiter() noexcept : pending_op{ &done, &undo } {}
+	yield_awaiter() noexcept : pending_op{ &detail::ops_for<&done, &undo> } {}
 	yield_awaiter(yield_awaiter &&) noexcept : yield_awaiter() {}
 	bool await_ready() noexcept { return false; }
 	template <class Promise>
@@ -2071,11 +2127,12 @@ class when_all_awaiter : detail::pending_op {
 
 public:
 	explicit when_all_awaiter(task<Ts>... ts) noexcept
-		: pending_op{ &poll_all, &cancel_all }, tasks_(std::move(ts)...)
+		: pending_op{ &detail::ops_for<&poll_all, &cancel_all> }, tasks_(std::move(ts)...)
 	{
 	}
 	when_all_awaiter(when_all_awaiter &&o) noexcept
-		: pending_op{ &poll_all, &cancel_all }, tasks_(std::move(o.tasks_))
+		: pending_op{ &detail::ops_for<&poll_all, &cancel_all> },
+		  tasks_(std::move(o.tasks_))
 	{
 	}
 	when_all_awaiter(const when_all_awaiter &) = delete;
@@ -2156,11 +2213,12 @@ class when_any_awaiter : detail::pending_op {
 
 public:
 	explicit when_any_awaiter(task<Ts>... ts) noexcept
-		: pending_op{ &poll_any, &cancel_any }, tasks_(std::move(ts)...)
+		: pending_op{ &detail::ops_for<&poll_any, &cancel_any> }, tasks_(std::move(ts)...)
 	{
 	}
 	when_any_awaiter(when_any_awaiter &&o) noexcept
-		: pending_op{ &poll_any, &cancel_any }, tasks_(std::move(o.tasks_))
+		: pending_op{ &detail::ops_for<&poll_any, &cancel_any> },
+		  tasks_(std::move(o.tasks_))
 	{
 	}
 	when_any_awaiter(const when_any_awaiter &) = delete;
@@ -2310,11 +2368,13 @@ public:
 	using result = std::variant<detail::unit_or<detail::awaited_t<As>>...>;
 
 	explicit select_awaiter(As... as) noexcept
-		: pending_op{ &poll_select, &cancel_select }, awaiters_(std::move(as)...)
+		: pending_op{ &detail::ops_for<&poll_select, &cancel_select> },
+		  awaiters_(std::move(as)...)
 	{
 	}
 	select_awaiter(select_awaiter &&o) noexcept
-		: pending_op{ &poll_select, &cancel_select }, awaiters_(std::move(o.awaiters_))
+		: pending_op{ &detail::ops_for<&poll_select, &cancel_select> },
+		  awaiters_(std::move(o.awaiters_))
 	{
 	}
 	select_awaiter(const select_awaiter &) = delete;
@@ -2479,11 +2539,12 @@ template <class T, class Trigger>
 class cut_short_awaiter : detail::pending_op {
 public:
 	cut_short_awaiter(task<T> t, Trigger trigger) noexcept
-		: pending_op{ &poll_one, &cancel_one }, task_(std::move(t)), trigger_(std::move(trigger))
+		: pending_op{ &detail::ops_for<&poll_one, &cancel_one> },
+		  task_(std::move(t)), trigger_(std::move(trigger))
 	{
 	}
 	cut_short_awaiter(cut_short_awaiter &&o) noexcept
-		: pending_op{ &poll_one, &cancel_one }, task_(std::move(o.task_)),
+		: pending_op{ &detail::ops_for<&poll_one, &cancel_one> }, task_(std::move(o.task_)),
 		  trigger_(std::move(o.trigger_))
 	{
 	}

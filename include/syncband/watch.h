@@ -267,6 +267,11 @@ SB_API size_t sb_watch_seen(const sb_watch_receiver *rx);
  * size one CAS to take the lock when nobody holds it, the copy, one CAS to
  * release it.
  */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
 SB_INLINE int sb_watch_read(sb_watch_receiver *rx, void *out)
 {
 	sb_watch *w = rx->watch;
@@ -297,6 +302,9 @@ SB_INLINE int sb_watch_read(sb_watch_receiver *rx, void *out)
 	}
 	return sb_watch_read_slow(rx, out);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /*
  * Whether a version newer than the receiver's seen one exists, without

@@ -267,6 +267,8 @@ SB_API size_t sb_watch_seen(const sb_watch_receiver *rx);
  * size one CAS to take the lock when nobody holds it, the copy, one CAS to
  * release it.
  */
+/* GCC cannot tell that the word's copy runs only for one-word watches, and
+ * warns when `out` is smaller (a 2-byte watch read into a short). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Warray-bounds"

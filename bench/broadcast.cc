@@ -3,9 +3,10 @@
 // bench/broadcast.cc - the broadcast rows (sb_broadcast, lagging policy as
 // tokio::sync::broadcast, items of 8 bytes: a uint64_t).
 //
-//   broadcast/fan-out-16            single thread: capacity 16, 16
-//                                   subscribers; a round is one try_send and
-//                                   16 try_recvs that each get the item
+//   broadcast/fan-out-N             single thread (N = 4, 16, 64):
+//                                   capacity 16, N subscribers; a round is
+//                                   one try_send and N try_recvs that each
+//                                   get the item
 //   broadcast/fan-out-16-threads    one sender thread, 16 receiver threads
 //                                   (blocking receives), capacity 64; the
 //                                   sender never waits (lagging): each
@@ -32,22 +33,22 @@ namespace {
 
 using sbb::expect;
 
-// ------------------------------------------------------------ fan-out-16
+// ------------------------------------------------------------ fan-out-N
 
-struct FanOut16 {
+template <int N> struct FanOut {
 	struct Storage {
 		sb_broadcast bc;
 		uint64_t slots[16];
-		sb_broadcast_receiver rx[16];
+		sb_broadcast_receiver rx[N];
 	};
 	sb_broadcast *bc;
 	sb_broadcast_receiver *rx;
 	uint64_t next = 0;
-	FanOut16(const sbb::Params &, Storage &st) : bc(&st.bc), rx(st.rx)
+	FanOut(const sbb::Params &, Storage &st) : bc(&st.bc), rx(st.rx)
 	{
 		expect(sb_broadcast_init(bc, st.slots, sizeof(uint64_t), 16, SB_BROADCAST_LAGGING), 0,
 		       "init");
-		for (int i = 0; i < 16; i++) {
+		for (int i = 0; i < N; i++) {
 			rx[i] = sb_broadcast_receiver{};
 			expect(sb_broadcast_subscribe(bc, &rx[i]), 0, "subscribe");
 		}
@@ -56,7 +57,7 @@ struct FanOut16 {
 	{
 		uint64_t v = next++;
 		expect(sb_broadcast_try_send(bc, &v), 0, "try_send");
-		for (int i = 0; i < 16; i++) {
+		for (int i = 0; i < N; i++) {
 			uint64_t out;
 			expect(sb_broadcast_try_recv(&rx[i], &out), 0, "try_recv of the item");
 			expect(out, v, "each receiver gets the item sent");
@@ -64,7 +65,7 @@ struct FanOut16 {
 	}
 	void finish()
 	{
-		for (int i = 0; i < 16; i++) {
+		for (int i = 0; i < N; i++) {
 			uint64_t out;
 			expect(sb_broadcast_try_recv(&rx[i], &out), -EAGAIN, "nothing left");
 			expect(sb_broadcast_unsubscribe(&rx[i]), 0, "unsubscribe");
@@ -72,7 +73,12 @@ struct FanOut16 {
 		expect(sb_broadcast_destroy(bc), 0, "destroy");
 	}
 };
+using FanOut4 = FanOut<4>;
+using FanOut16 = FanOut<16>;
+using FanOut64 = FanOut<64>;
+SBB_ROUNDS(FanOut4, "broadcast/fan-out-4", sbb::SYNCBAND, 4000000);
 SBB_ROUNDS(FanOut16, "broadcast/fan-out-16", sbb::SYNCBAND, 1000000);
+SBB_ROUNDS(FanOut64, "broadcast/fan-out-64", sbb::SYNCBAND, 250000);
 
 // ------------------------------------------------------------ lagging-receiver
 

@@ -137,6 +137,11 @@ SCENARIO_ORDER = [
     "channel/mpmc-4-to-4",
     "channel/mpmc-16-to-16",
     "loop/ping-pong-same-thread",
+    "broadcast/fan-out-4",
+    "broadcast/fan-out-16",
+    "broadcast/fan-out-64",
+    "broadcast/lagging-receiver",
+    "broadcast/fan-out-16-threads",
     "watch/update-16-receivers",
     "watch/read-latest",
     "watch/read-while-sending",
@@ -169,17 +174,22 @@ CHANNEL_WAIT_SCENARIOS = {"channel/mpsc-4-to-1", "channel/mpsc-16-to-1", "channe
 # run on one thread, so their instructions per round are counted too.
 WATCH_SINGLE_THREAD = {"watch/update-16-receivers", "watch/read-latest"}
 WATCH_SCENARIOS = WATCH_SINGLE_THREAD | {"watch/read-while-sending"}
+# The broadcast rows (bench/broadcast.cc, bench/peers/src/broadcast.rs): all
+# but the threads row run on one thread, so their instructions are counted.
+BROADCAST_SINGLE_THREAD = {"broadcast/fan-out-4", "broadcast/fan-out-16", "broadcast/fan-out-64",
+                           "broadcast/lagging-receiver"}
+BROADCAST_SCENARIOS = BROADCAST_SINGLE_THREAD | {"broadcast/fan-out-16-threads"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
 # The select rows (bench/select.cc, bench/peers/src/select.rs, the Go peer):
 # single thread; instructions counted, no instruction target.
 SELECT_SCENARIOS = {"select/two-channels", "select/semaphore-or-deadline"}
 ZERO_ALLOC_SCENARIOS = (PRIMITIVE_SCENARIOS | CHANNEL_SCENARIOS | LOOP_SCENARIOS
-                        | WATCH_SCENARIOS | SELECT_SCENARIOS)
+                        | WATCH_SCENARIOS | SELECT_SCENARIOS | BROADCAST_SCENARIOS)
 # The rows whose instructions per round are counted: one thread, no runtime
 # (the channel ping-pongs: one loop on one thread).
 SINGLE_THREAD_SCENARIOS = (PRIMITIVE_SCENARIOS | {BASELINE_SCENARIO} | TWO_CAS_SCENARIOS
                            | CHANNEL_SINGLE_THREAD | LOOP_SCENARIOS | WATCH_SINGLE_THREAD
-                           | SELECT_SCENARIOS)
+                           | SELECT_SCENARIOS | BROADCAST_SINGLE_THREAD)
 # Peers shown as context only: no target reads them, they are not "the best
 # peer" of any verdict or chart, and callgrind does not count them (Go's
 # runtime threads).  The Go program of bench/peers/go.
@@ -295,6 +305,8 @@ def instruction_targets(scenario):
         return [(INSTR_TARGETS["primitive_peer"], "peer")]
     if scenario in CHANNEL_SINGLE_THREAD:
         return [(INSTR_TARGETS["channel_peer"], "peer")]
+    if scenario in WATCH_SINGLE_THREAD | BROADCAST_SINGLE_THREAD:
+        return [(INSTR_TARGETS["broadcast_watch_peer"], "peer")]
     return []
 
 

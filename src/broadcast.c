@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <syncband/broadcast.h>
+#include <syncband/channel.h> /* sb__channel_copy */
 
 #include <assert.h>
 #include <errno.h>
@@ -113,7 +114,7 @@ static bool bc_has_room(sb_broadcast *bc)
  * released by the caller). */
 static void bc_publish(sb_broadcast *bc, const void *item)
 {
-	memcpy(bc_slot(bc, bc->tail), item, bc->item_size);
+	sb__channel_copy(bc_slot(bc, bc->tail), item, bc->item_size);
 	bc->tail++;
 }
 
@@ -190,7 +191,7 @@ static int bc_recv_locked(sb_broadcast_receiver *rx, void *item, sb_wake_batch *
 	}
 	if (rx->cursor == bc->tail)
 		return bc_is_closed_locked(bc) ? -EPIPE : -EAGAIN;
-	memcpy(item, bc_slot(bc, rx->cursor), bc->item_size);
+	sb__channel_copy(item, bc_slot(bc, rx->cursor), bc->item_size);
 	rx->cursor++;
 	if (bc->send_head && rx->cursor - 1 == bc->min)
 		bc_refill_from_senders(bc, b);
@@ -366,18 +367,35 @@ int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
 	return r;
 }
 
-int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+/* Under the lock, which it releases: the receive of try_recv's other cases
+ * (a lag, nothing there, a read that lets waiting senders in).  Out of
+ * line: its wake batch stays off the common case's stack. */
+static __attribute__((noinline)) int bc_try_recv_locked(sb_broadcast_receiver *rx, void *item)
 {
-	if (item == NULL || rx->bc == NULL)
-		return -EINVAL;
 	sb_broadcast *bc = rx->bc;
-	bc_lock(bc);
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	int r = bc_recv_locked(rx, item, &batch);
 	bc_unlock(bc);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 	return r;
+}
+
+int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+{
+	if (item == NULL || rx->bc == NULL)
+		return -EINVAL;
+	sb_broadcast *bc = rx->bc;
+	bc_lock(bc);
+	/* The common case: the next item is there, not overwritten, and no
+	 * sender waits to be let in by this read: nothing to wake. */
+	uint64_t behind = bc->tail - rx->cursor;
+	if (behind == 0 || behind > bc->capacity || bc->send_head)
+		return bc_try_recv_locked(rx, item);
+	sb__channel_copy(item, bc_slot(bc, rx->cursor), bc->item_size);
+	rx->cursor++;
+	bc_unlock(bc);
+	return 0;
 }
 
 /* -------------------------------------------------------------- futures */

@@ -17,13 +17,24 @@
  * changed check reads both in one acquire load and a waiter decides to
  * queue from the word its lock-taking CAS saw.
  *
- * Every copy of the value, in or out, is made under the lock: that is what
- * makes a read untorn for any size without racing the sender's plain
- * stores (a sequence lock would need every byte copied with atomic loads
- * and stores to be data-race free, and send_if's callback, which writes
- * the storage with plain stores, could not run beside readers at all).  A
- * reader holds the lock for its copy and nothing else; docs/design.md
- * weighs it against a sequence lock and a double buffer.
+ * Every copy of the caller's storage, in or out, is made under the lock:
+ * that is what makes a read untorn for any size without racing the
+ * sender's plain stores (a sequence lock over the storage would need every
+ * byte copied with atomic loads and stores to be data-race free, and
+ * send_if's callback, which writes the storage with plain stores, could
+ * not run beside readers at all).  A reader holds the lock for its copy
+ * and nothing else.
+ *
+ * A one-word value (size == sizeof(size_t)) also has an atomic copy,
+ * `word`, which every lock holder that changes the storage (send, send_if,
+ * and init) stores with release before its unlock; NO_WORD is clear once
+ * it does.  sb_watch_read loads the state (acquire), the word (acquire) and
+ * the state again: a word stored by a send after the first look carries
+ * that send's lock, which the second look then sees, so an unchanged state
+ * means the word is that state's version's value (send_if returning false
+ * may change it without a version: the value is still the current one of
+ * that version).  docs/design.md weighs it against a sequence lock and a
+ * double buffer.
  *
  * The version changes only under the lock: the inline send adds one in the
  * CAS that releases the lock; the slow send and send_if add it with a
@@ -51,14 +62,35 @@ void sb_watch_unlock_slow(sb_watch *w, size_t add)
 	sb_waitq_unlock_update(&w->q, 0, add);
 }
 
-/* Under the lock: a new version, published before anyone is woken. */
-static void watch_bump_locked(sb_watch *w)
+/*
+ * Under the lock, after the storage changed: stores a one-word value's copy
+ * and returns the NO_WORD bit to clear (set in `state`, the word as the
+ * lock was taken), or 0.
+ */
+static size_t watch_store_word_locked(sb_watch *w, size_t state)
+{
+	if (w->size != sizeof(size_t))
+		return 0;
+	size_t v;
+	memcpy(&v, w->value, sizeof v);
+	/* release: a lock-free read that loads it (acquire) sees this lock
+	 * holder's lock in its second look at the state (sb_watch_read). */
+	sb__watch_word_store_release(w, v);
+	return state & SB_WATCH_STATE_NO_WORD;
+}
+
+/*
+ * Under the lock: a new version, published before anyone is woken, with
+ * `clear` (NO_WORD, or 0) cleared.
+ */
+static void watch_bump_locked(sb_watch *w, size_t clear)
 {
 	/* release: a changed check that sees the new version (acquire) sees
 	 * what the sender wrote before sending.  The lock holder may change
 	 * its bits with an RMW: other CASes on a held word only set PARKED,
-	 * and retry. */
-	atomic_fetch_add_explicit(&w->q.state, SB_WATCH_VERSION_ONE, memory_order_release);
+	 * and retry.  `clear` is set in the word (only lock holders change
+	 * it), so subtracting it clears it. */
+	atomic_fetch_add_explicit(&w->q.state, SB_WATCH_VERSION_ONE - clear, memory_order_release);
 }
 
 /*
@@ -85,6 +117,13 @@ int sb_watch_init(sb_watch *w, void *storage, size_t size)
 	if (size > PTRDIFF_MAX)
 		return -EOVERFLOW;
 	*w = (sb_watch)SB_WATCH_INIT(storage, size);
+	if (size == sizeof(size_t)) {
+		size_t v;
+		memcpy(&v, storage, sizeof v);
+		/* relaxed: init happens-before every other use of the watch. */
+		atomic_store_explicit(&w->word, v, memory_order_relaxed);
+		atomic_store_explicit(&w->q.state, 0, memory_order_relaxed);
+	}
 	return 0;
 }
 
@@ -129,12 +168,13 @@ int sb_watch_send_slow(sb_watch *w, const void *value)
 {
 	if (value == NULL)
 		return -EINVAL;
-	if (sb_waitq_lock(&w->q, 0) & SB_WATCH_STATE_CLOSED) {
+	size_t state = sb_waitq_lock(&w->q, 0);
+	if (state & SB_WATCH_STATE_CLOSED) {
 		sb_waitq_unlock(&w->q);
 		return -EPIPE;
 	}
 	memcpy(w->value, value, w->size);
-	watch_bump_locked(w);
+	watch_bump_locked(w, watch_store_word_locked(w, state));
 	watch_notify_and_unlock(w);
 	return 0;
 }
@@ -143,15 +183,19 @@ int sb_watch_send_if(sb_watch *w, sb_watch_modify_fn modify, void *arg)
 {
 	if (modify == NULL)
 		return -EINVAL;
-	if (sb_waitq_lock(&w->q, 0) & SB_WATCH_STATE_CLOSED) {
+	size_t state = sb_waitq_lock(&w->q, 0);
+	if (state & SB_WATCH_STATE_CLOSED) {
 		sb_waitq_unlock(&w->q);
 		return -EPIPE;
 	}
-	if (!modify(w->value, arg)) {
-		sb_waitq_unlock(&w->q);
+	bool told = modify(w->value, arg);
+	/* Also when not told: the callback may have changed the value. */
+	size_t clear = watch_store_word_locked(w, state);
+	if (!told) {
+		sb_waitq_unlock_update(&w->q, clear, 0);
 		return 0;
 	}
-	watch_bump_locked(w);
+	watch_bump_locked(w, clear);
 	watch_notify_and_unlock(w);
 	return 1;
 }
@@ -168,7 +212,7 @@ int sb_watch_subscribe(sb_watch *w, sb_watch_receiver *rx)
 	w->receivers++;
 	sb_waitq_unlock(&w->q);
 	rx->watch = w;
-	rx->seen = watch_version(state);
+	rx->seen = state;
 	rx->pending = 0;
 	return 0;
 }
@@ -190,7 +234,7 @@ int sb_watch_unsubscribe(sb_watch_receiver *rx)
 
 size_t sb_watch_seen(const sb_watch_receiver *rx)
 {
-	return rx->seen;
+	return watch_version(rx->seen);
 }
 
 int sb_watch_read_slow(sb_watch_receiver *rx, void *out)
@@ -200,8 +244,11 @@ int sb_watch_read_slow(sb_watch_receiver *rx, void *out)
 		return -EINVAL;
 	size_t state = sb_waitq_lock(&w->q, 0); /* the version is stable while held */
 	memcpy(out, w->value, w->size);
-	rx->seen = watch_version(state);
-	sb_waitq_unlock(&w->q);
+	rx->seen = state;
+	/* A one-word watch made by SB_WATCH_INIT: its word starts here, so
+	 * later reads need no lock. */
+	size_t clear = state & SB_WATCH_STATE_NO_WORD ? watch_store_word_locked(w, state) : 0;
+	sb_waitq_unlock_update(&w->q, clear, 0);
 	return 0;
 }
 

@@ -71,7 +71,7 @@ static void sizes_fit_the_contract(void **state)
 	(void)state;
 	if (sizeof(void *) != 8)
 		skip();
-	assert_int_equal(sizeof(sb_watch), 48);
+	assert_int_equal(sizeof(sb_watch), 56);
 	assert_int_equal(sizeof(sb_watch_receiver), 24);
 	assert_true(sizeof(sb_watch_changed) <= 64);
 }
@@ -911,10 +911,123 @@ static void a_large_value_is_never_torn_nor_older_than_one_read_before(void **st
 	sb_watchdog_stop(&wd);
 }
 
+/* ---- one-word values (read without the lock) ---- */
+
+static size_t read_word(sb_watch_receiver *rx)
+{
+	size_t v = 0;
+	assert_int_equal(sb_watch_read(rx, &v), 0);
+	return v;
+}
+
+static bool add_word(void *value, void *arg)
+{
+	bump_arg *a = arg;
+	*(size_t *)value += (size_t)a->add;
+	a->calls++;
+	return a->tell;
+}
+
+static void a_one_word_value_reads_what_send_and_send_if_left(void **state)
+{
+	(void)state;
+	size_t storage = 10, v;
+	sb_watch w;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
+	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
+	assert_int_equal(read_word(&rx), 10);
+	v = 11;
+	assert_int_equal(sb_watch_send(&w, &v), 0);
+	assert_int_equal(read_word(&rx), 11);
+	assert_int_equal(sb_watch_seen(&rx), 1);
+	bump_arg a = { 5, false, 0 };
+	assert_int_equal(sb_watch_send_if(&w, add_word, &a), 0);
+	assert_int_equal(read_word(&rx), 16); /* changed in place, silently */
+	assert_int_equal(sb_watch_seen(&rx), 1);
+	a.tell = true;
+	assert_int_equal(sb_watch_send_if(&w, add_word, &a), 1);
+	assert_int_equal(sb_watch_try_changed(&rx), 0);
+	assert_int_equal(read_word(&rx), 21);
+	assert_int_equal(sb_watch_seen(&rx), 2);
+	sb_watch_close(&w);
+	assert_int_equal(read_word(&rx), 21);
+	assert_int_equal(sb_watch_try_changed(&rx), -EPIPE);
+	teardown_int(&w, &rx);
+}
+
+static void a_statically_initialised_one_word_value_reads_its_initial_value_then_sends(void **state)
+{
+	(void)state;
+	static size_t storage = 7;
+	static sb_watch w = SB_WATCH_INIT(&storage, sizeof(size_t));
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT, rx2 = SB_WATCH_RECEIVER_INIT;
+	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx2), 0);
+	assert_int_equal(read_word(&rx), 7);
+	assert_int_equal(read_word(&rx), 7);
+	size_t v = 8;
+	assert_int_equal(sb_watch_send(&w, &v), 0);
+	assert_int_equal(read_word(&rx), 8);
+	assert_int_equal(read_word(&rx2), 8);
+	assert_int_equal(sb_watch_seen(&rx2), 1);
+	assert_int_equal(sb_watch_unsubscribe(&rx2), 0);
+	teardown_int(&w, &rx);
+}
+
+typedef struct word_arg {
+	sb_watch *w;
+	size_t rounds;
+} word_arg;
+
+static void *word_sender(void *p)
+{
+	word_arg *a = p;
+	for (size_t k = 1; k <= a->rounds; k++)
+		CHECK(sb_watch_send(a->w, &k) == 0);
+	sb_watch_close(a->w);
+	return NULL;
+}
+
+static void a_one_word_value_read_beside_a_sender_is_the_version_it_marks_seen(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "lock-free reads of a one-word value");
+	size_t storage = 0;
+	sb_watch w;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
+	assert_int_equal(sb_watch_init(&w, &storage, sizeof storage), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
+	word_arg a = { &w, 200000 };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, word_sender, &a), 0);
+	size_t last = 0, reads = 0;
+	/* Reads as fast as it can (no wait between them), so that reads land
+	 * inside sends. */
+	while (sb_watch_try_changed(&rx) != -EPIPE) {
+		size_t v = read_word(&rx);
+		/* the version marked seen is the send that wrote the value */
+		assert_int_equal(sb_watch_seen(&rx), v);
+		assert_true(v >= last);
+		last = v;
+		reads++;
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(last, a.rounds);
+	assert_true(reads >= 1);
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(sb_watch_destroy(&w), 0);
+	sb_watchdog_stop(&wd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
+		cmocka_unit_test(a_one_word_value_reads_what_send_and_send_if_left),
+		cmocka_unit_test(a_statically_initialised_one_word_value_reads_its_initial_value_then_sends),
+		cmocka_unit_test(a_one_word_value_read_beside_a_sender_is_the_version_it_marks_seen),
 		cmocka_unit_test(the_static_initialiser_gives_an_open_watch_at_version_0),
 		cmocka_unit_test(init_refuses_bad_arguments_and_leaves_the_watch_unchanged),
 		cmocka_unit_test(a_new_receiver_has_seen_the_current_version_and_reads_the_current_value),

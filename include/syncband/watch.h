@@ -16,8 +16,10 @@
  *   - Close is end-of-stream: sends fail with -EPIPE; a receiver that has
  *     not read the last value finds it changed, then -EPIPE.  read() keeps
  *     working after close.
- *   - A read holds the internal lock for one copy, so it delays a send by
- *     at most that copy (the lock is not FIFO; docs/design.md).
+ *   - A value of one word (size == sizeof(size_t)) is read without the
+ *     lock, so a read never delays a send; any other size is read under the
+ *     internal lock, for one copy, so it delays a send by at most that copy
+ *     (the lock is not FIFO; docs/design.md).
  *
  * Ordering: a send happens-before a read that returns its value (or a later
  * one) and every changed it lets return 0; close() happens-before its -EPIPE.
@@ -44,28 +46,34 @@
 extern "C" {
 #endif
 
-/* 48 bytes on 64-bit targets.  Fields are private. */
+/* 56 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_watch {
 	sb_waitq q;         /* the lock, CLOSED and the version (its word); changed futures */
 	void *value;        /* the caller's storage */
 	size_t size;        /* its bytes */
 	size_t receivers;   /* subscribed receivers, under the lock */
+	SB_ATOMIC(size_t) word; /* a one-word value's copy, read without the lock */
 } sb_watch;
 
 /*
  * The state word (ABI; the queue's bits are in future.h):
  *
  *   bit 3     SB_WATCH_STATE_CLOSED   close() was called; final
- *   bits 4-   the version (wraps: 2^60 sends on 64-bit targets, 2^28 on
+ *   bit 4     SB_WATCH_STATE_NO_WORD  `word` does not hold the value: reads
+ *                                     take the lock (every size but one
+ *                                     word; a one-word watch until its first
+ *                                     locked operation after SB_WATCH_INIT)
+ *   bits 5-   the version (wraps: 2^59 sends on 64-bit targets, 2^27 on
  *             32-bit ones, where a receiver that reads nothing for exactly
  *             that many sends would take the value as unchanged)
  *
  * The version and CLOSED are read together in one load, so a changed check
- * is one acquire load.  The version changes only under the lock, and with
- * release order.
+ * is one acquire load.  The version, NO_WORD and `word` change only under
+ * the lock, and with release order.
  */
 #define SB_WATCH_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
-#define SB_WATCH_VERSION_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
+#define SB_WATCH_STATE_NO_WORD (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
+#define SB_WATCH_VERSION_SHIFT (SB_WAITQ_STATE_SHIFT + 2)
 #define SB_WATCH_VERSION_ONE (SB_CAST(size_t, 1) << SB_WATCH_VERSION_SHIFT)
 
 /*
@@ -73,8 +81,13 @@ typedef struct sb_watch {
  * the initial value), version 0.  Nothing is checked: the arguments must be
  * what sb_watch_init() would accept.
  */
+#ifdef __cplusplus
 #define SB_WATCH_INIT(storage, size) \
-	{ SB_WAITQ_INIT(0), (storage), (size), 0 }
+	{ SB_WAITQ_INIT(SB_WATCH_STATE_NO_WORD), (storage), (size), 0, { 0 } }
+#else
+#define SB_WATCH_INIT(storage, size) \
+	{ SB_WAITQ_INIT(SB_WATCH_STATE_NO_WORD), (storage), (size), 0, 0 }
+#endif
 
 /*
  * 24 bytes on 64-bit targets.  Fields are private; zeroed, it is a receiver
@@ -82,7 +95,7 @@ typedef struct sb_watch {
  */
 typedef struct sb_watch_receiver {
 	sb_watch *watch;   /* NULL when not subscribed */
-	size_t seen;       /* the version of the value it last read */
+	size_t seen;       /* the state word as of the value it last read (its version bits) */
 	size_t pending;    /* its changed futures that wait (its owner's count) */
 } sb_watch_receiver;
 
@@ -159,10 +172,36 @@ static inline void sb__watch_unlock_idle(sb_watch *w, size_t state, size_t add)
 		sb_watch_unlock_slow(w, add);
 }
 
+/*
+ * The copy of a one-word value: stored with release under the lock, before
+ * the unlock that publishes its version; loaded with acquire without it.
+ */
+#ifdef __cplusplus
+static inline size_t sb__watch_word_load_acquire(const sb_watch *w)
+{
+	return w->word.load(std::memory_order_acquire);
+}
+
+static inline void sb__watch_word_store_release(sb_watch *w, size_t v)
+{
+	w->word.store(v, std::memory_order_release);
+}
+#else
+static inline size_t sb__watch_word_load_acquire(const sb_watch *w)
+{
+	return atomic_load_explicit((SB_ATOMIC(size_t) *)&w->word, memory_order_acquire);
+}
+
+static inline void sb__watch_word_store_release(sb_watch *w, size_t v)
+{
+	atomic_store_explicit(&w->word, v, memory_order_release);
+}
+#endif
+
 /* A changed check's answer from a word: 0 (newer), -EPIPE or -EAGAIN. */
 static inline int sb__watch_changed(size_t state, size_t seen)
 {
-	if ((state >> SB_WATCH_VERSION_SHIFT) != seen)
+	if ((state ^ seen) >> SB_WATCH_VERSION_SHIFT)
 		return 0;
 	return state & SB_WATCH_STATE_CLOSED ? -EPIPE : -EAGAIN;
 }
@@ -177,8 +216,18 @@ SB_INLINE int sb_watch_send(sb_watch *w, const void *value)
 {
 	size_t state;
 	if (value && sb__watch_lock_idle(w, SB_WAITQ_NONEMPTY | SB_WATCH_STATE_CLOSED, &state)) {
+		size_t add = SB_WATCH_VERSION_ONE;
 		memcpy(w->value, value, w->size);
-		sb__watch_unlock_idle(w, state, SB_WATCH_VERSION_ONE);
+		if (w->size == sizeof(size_t)) {
+			size_t v;
+			memcpy(&v, w->value, sizeof v); /* the storage: `value`'s size is unknown here */
+			/* release: a lock-free read that loads it (acquire) sees
+			 * this send's lock, so its second look at the word tells
+			 * that the version moved (sb_watch_read). */
+			sb__watch_word_store_release(w, v);
+			add -= state & SB_WATCH_STATE_NO_WORD; /* it holds the value now */
+		}
+		sb__watch_unlock_idle(w, state, add);
 		return 0;
 	}
 	return sb_watch_send_slow(w, value);
@@ -213,21 +262,51 @@ SB_API size_t sb_watch_seen(const sb_watch_receiver *rx);
 
 /*
  * Copies the current value into `out` (`size` bytes) and marks its version
- * seen: 0 or -EINVAL.  Never torn.  Inline: one CAS to take the lock when
- * nobody holds it, the copy, one CAS to release it.
+ * seen: 0 or -EINVAL.  Never torn.  Inline: a one-word value is three loads
+ * and no atomic read-modify-write (while nobody holds the lock); any other
+ * size one CAS to take the lock when nobody holds it, the copy, one CAS to
+ * release it.
  */
+/* GCC cannot tell that the word's copy runs only for one-word watches, and
+ * warns when `out` is smaller (a 2-byte watch read into a short). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
 SB_INLINE int sb_watch_read(sb_watch_receiver *rx, void *out)
 {
 	sb_watch *w = rx->watch;
-	size_t state;
-	if (w && out && sb__watch_lock_idle(w, 0, &state)) {
-		memcpy(out, w->value, w->size);
-		rx->seen = state >> SB_WATCH_VERSION_SHIFT;
-		sb__watch_unlock_idle(w, state, 0);
-		return 0;
+	if (w && out) {
+		/* acquire: the word holds this version's value or a later one
+		 * (pairs with the release of the unlock that published it). */
+		size_t state = sb__state_load_acquire(&w->q);
+		if (sb__likely(!(state & (SB_QLOCK_HELD | SB_WATCH_STATE_NO_WORD)))) {
+			/* acquire: the send that stored it happens-before this read
+			 * (pairs with the word's release store), and so does the
+			 * lock that send took. */
+			size_t v = sb__watch_word_load_acquire(w);
+			/* relaxed: a word stored by a later send comes after that
+			 * send's lock in this thread's view (the acquire above),
+			 * so the word is this version's exactly when the state is
+			 * unchanged. */
+			if (sb__likely(sb__state_load_relaxed(&w->q) == state)) {
+				memcpy(out, &v, sizeof v);
+				rx->seen = state;
+				return 0;
+			}
+		} else if (w->size != sizeof(size_t) && sb__watch_lock_idle(w, 0, &state)) {
+			memcpy(out, w->value, w->size);
+			rx->seen = state;
+			sb__watch_unlock_idle(w, state, 0);
+			return 0;
+		}
 	}
 	return sb_watch_read_slow(rx, out);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /*
  * Whether a version newer than the receiver's seen one exists, without

@@ -16,6 +16,11 @@
  * storage while a send writes it, without the lock ordering the two, fails
  * the run as a data race even when the values it copied happen to match.
  *
+ * A one-word value (sizeof(size_t)) is read without the lock, from the
+ * watch's atomic copy of it: its scenarios check that the version a read
+ * marks seen is the one that wrote the value it returns, under the weak
+ * model too.
+ *
  * Each check says that no wake was lost (a future whose receiver is behind
  * the version completes), that every waker clone was woken or dropped, that
  * a receiver told -EPIPE had read the last value, and that the watch
@@ -72,6 +77,10 @@ typedef struct watch_ctx {
 /* The current execution's value memory, for the wrapped memcpy. */
 static watch_mem *watched;
 
+/* The ints of the current execution's value: NW, or one word's worth (a
+ * one-word watch, read without the lock). */
+static int value_ints = NW;
+
 static bool is_watched(const void *p)
 {
 	const char *c = p, *lo = (const char *)watched;
@@ -95,7 +104,7 @@ void *__wrap_memcpy(void *dst, const void *src, size_t n)
 /* Thread t fills its send buffer with version k's value. */
 static void put(watch_ctx *c, int t, int k)
 {
-	for (int i = 0; i < NW; i++) {
+	for (int i = 0; i < value_ints; i++) {
 		c->mem.in[t][i] = k;
 		sb_model_plain_access(&c->mem.in[t][i], true);
 	}
@@ -120,7 +129,7 @@ static int read_rx(watch_ctx *c, int t, int r)
 {
 	MODEL_CHECK(sb_watch_read(&c->rx[r], c->mem.out[t]) == 0);
 	int k = c->mem.out[t][0];
-	for (int i = 0; i < NW; i++) {
+	for (int i = 0; i < value_ints; i++) {
 		MODEL_PLAIN_READ(&c->mem.out[t][i]);
 		MODEL_CHECK(c->mem.out[t][i] == k);
 	}
@@ -163,16 +172,29 @@ static int drive(sb_watch_changed *f, counting_waker *cw)
 
 /* ---------------------------------------------------------------- setup */
 
-static void setup_watch(watch_ctx *c)
+static void setup_watch_of(watch_ctx *c, int ints)
 {
 	watched = &c->mem;
-	MODEL_CHECK(sb_watch_init(&c->w, c->mem.storage, sizeof c->mem.storage) == 0);
+	value_ints = ints;
+	MODEL_CHECK(sb_watch_init(&c->w, c->mem.storage, (size_t)ints * sizeof(int)) == 0);
 	for (int r = 0; r < NRX; r++) {
 		c->rx[r] = (sb_watch_receiver)SB_WATCH_RECEIVER_INIT; /* not subscribed */
 		MODEL_CHECK(sb_watch_subscribe(&c->w, &c->rx[r]) == 0);
 	}
 	for (int i = 0; i < NWAKERS; i++)
 		counting_waker_init(&c->cw[i]);
+}
+
+static void setup_watch(watch_ctx *c)
+{
+	setup_watch_of(c, NW);
+}
+
+/* A watch of one word (sizeof(size_t)): sb_watch_read copies it without
+ * the lock. */
+static void setup_word_watch(void *p)
+{
+	setup_watch_of(p, (int)(sizeof(size_t) / sizeof(int)));
 }
 
 /* In setup: future f of receiver r waits, with waker cw. */
@@ -233,7 +255,7 @@ static bool to_version_1(void *value, void *arg)
 {
 	(void)arg;
 	int *v = value;
-	for (int i = 0; i < NW; i++) {
+	for (int i = 0; i < value_ints; i++) {
 		v[i] = 1;
 		sb_model_plain_access(&v[i], true);
 	}
@@ -422,6 +444,10 @@ static const sb_model_scenario pairs[] = {
 	  { sr_t0, sr_t1 }, sr_check },
 	{ "watch: send_if changing the value in place racing a read", 2, sizeof(watch_ctx),
 	  sr_setup, { sif_t0, sif_t1 }, sif_check },
+	{ "watch: two sends racing lock-free reads of a one-word value", 2, sizeof(watch_ctx),
+	  setup_word_watch, { sr_t0, sr_t1 }, sr_check },
+	{ "watch: send_if changing a one-word value racing a lock-free read", 2,
+	  sizeof(watch_ctx), setup_word_watch, { sif_t0, sif_t1 }, sif_check },
 	{ "watch: a changed future's first poll racing a send", 2, sizeof(watch_ctx), sr_setup,
 	  { fp_t0, fp_t1 }, fp_check },
 	{ "watch: a send racing a waiting future's re-poll with a new waker", 2,

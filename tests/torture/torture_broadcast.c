@@ -17,6 +17,12 @@
  * it received, plus what its lags said it missed, plus what was left unread
  * lies between the sends that surely happened while it was subscribed and
  * those that may have (the sends in flight at either end).
+ *
+ * A lost receive wake is caught without timing by the controller's own
+ * receiver on each lagging broadcast (the wake watch below): its receive
+ * future waits, queued, nearly all the time, and every send that returns 0
+ * checks that it is no longer owed anything, provided it was queued before
+ * the send began and the controller has not touched it since.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +60,29 @@ static struct bc_sub {
 	bool lagged[TORTURE_MAX];           /* a lag since this sender's last item */
 } subs[TORTURE_MAX];
 
+/*
+ * The wake watch of a lagging broadcast: the controller's receiver and its
+ * receive future (polled with the no-op waker, so nothing but a send's
+ * release of the queue can complete it).  `gen` is even while the future
+ * waits queued and the controller leaves it alone, odd while it drives it
+ * (or while it is not armed).  A send that read an even `gen` before it
+ * began, and reads the same `gen` after it returned 0, must find the
+ * future released (its `remaining` no longer 1, the one receive owed): the
+ * send published an item past the receiver's cursor while the future was
+ * queued, so it released the queue, or an earlier send had.  Back-pressure
+ * broadcasts have none (a receiver read once a tick would throttle every
+ * sender).
+ */
+static struct bc_watch {
+	sb_broadcast_receiver rx;
+	sb_broadcast_recv f;
+	torture_item item;
+	atomic_ulong gen;
+	bool armed;
+} bc_watches[TORTURE_SLOTS];
+static unsigned long bc_watch_gen_at_send[TORTURE_MAX];
+static atomic_long bc_watch_checks;
+
 static atomic_long bc_rounds, bc_sent, bc_received, bc_missed, bc_lags, bc_epipe, bc_subscribes;
 static unsigned bc_ticks;
 
@@ -65,6 +94,8 @@ static uint64_t item_check(uint32_t sender, uint32_t seq)
 	return x ^ (x >> 31) ^ 0x27d4eb2f165667c5u;
 }
 
+static void bc_watch_arm(int i);
+
 static void bc_open(int i, int config)
 {
 	int r = sb_broadcast_init(&bcs[i].bc, bcs[i].storage, sizeof(torture_item),
@@ -74,13 +105,100 @@ static void bc_open(int i, int config)
 	bcs[i].policy = bc_configs[config].policy;
 	atomic_store(&bcs[i].sent, 0);
 	atomic_store(&bcs[i].inflight, 0);
+	if (bcs[i].policy == SB_BROADCAST_LAGGING)
+		bc_watch_arm(i);
+}
+
+/* ------------------------------------------------------------ wake watch */
+
+/* The controller's: polls the watch's future until it waits (items there
+ * are read: each whole, lags counted as nothing), then lets senders check. */
+static void bc_watch_wait(int i)
+{
+	struct bc_watch *w = &bc_watches[i];
+	sb_waker noop = sb_waker_noop();
+	for (;;) {
+		int r = sb_broadcast_recv_poll(&w->f, &noop);
+		if (r == SB_PENDING)
+			break;
+		if (r == 0 && (int)w->item.sender < torture_ncontenders &&
+		    w->item.check != item_check(w->item.sender, w->item.seq))
+			VIOLATION(NULL, "the wake watch received a torn item");
+		if (r != 0 && r != -EOVERFLOW)
+			VIOLATION(NULL, "the wake watch's receive: %d", r);
+		sb_broadcast_recv_init(&w->f, &w->rx, &w->item);
+	}
+	/* seq_cst: a sender that reads the even value sees the queued future
+	 * (the poll's lock happens-before its send). */
+	atomic_fetch_add(&w->gen, 1);
+}
+
+static void bc_watch_arm(int i)
+{
+	struct bc_watch *w = &bc_watches[i];
+	w->rx = (sb_broadcast_receiver){ 0 };
+	if (sb_broadcast_subscribe(&bcs[i].bc, &w->rx) != 0)
+		VIOLATION(NULL, "the wake watch's subscribe failed");
+	sb_broadcast_recv_init(&w->f, &w->rx, &w->item);
+	w->armed = true;
+	bc_watch_wait(i); /* gen was odd: now even */
+}
+
+/* Each tick: a future that a send released is read, and waits again. */
+static void bc_watch_service(int i)
+{
+	struct bc_watch *w = &bc_watches[i];
+	if (!w->armed || atomic_load(&w->f.waiter.remaining) == 1)
+		return;
+	atomic_fetch_add(&w->gen, 1); /* odd: senders leave it alone */
+	bc_watch_wait(i);
+}
+
+static void bc_watch_disarm(int i)
+{
+	struct bc_watch *w = &bc_watches[i];
+	if (!w->armed)
+		return;
+	atomic_fetch_add(&w->gen, 1); /* odd until armed again */
+	int r = sb_broadcast_recv_cancel(&w->f);
+	if (r != -ECANCELED && r != 0 && r != -EOVERFLOW)
+		VIOLATION(NULL, "the wake watch's cancel: %d", r);
+	if (sb_broadcast_unsubscribe(&w->rx) != 0)
+		VIOLATION(NULL, "the wake watch's unsubscribe failed");
+	w->armed = false;
+}
+
+/* A sender's, before its send begins: the watch's gen. */
+static void bc_watch_before_send(torture_contender *c, int i)
+{
+	bc_watch_gen_at_send[c->id] = atomic_load(&bc_watches[i].gen);
+}
+
+/* A sender's, after its send returned 0: the watch's future was released,
+ * if it waited queued and untouched all along. */
+static void bc_watch_after_send(torture_contender *c, int i)
+{
+	unsigned long g = bc_watch_gen_at_send[c->id];
+	if (g % 2 != 0 || bcs[i].policy != SB_BROADCAST_LAGGING)
+		return;
+	size_t remaining = atomic_load(&bc_watches[i].f.waiter.remaining);
+	if (atomic_load(&bc_watches[i].gen) != g)
+		return;
+	atomic_fetch_add(&bc_watch_checks, 1);
+	if (remaining == 1)
+		VIOLATION(c, "a send into a lagging broadcast returned 0 while a receive that "
+			  "waited before it began is still queued: a lost wake");
 }
 
 static void bc_setup(void)
 {
 	memset(&bc_slots, 0, sizeof bc_slots);
-	for (int i = 0; i < TORTURE_SLOTS; i++)
+	for (int i = 0; i < TORTURE_SLOTS; i++) {
+		bc_watches[i].armed = false;
+		atomic_store(&bc_watches[i].gen, 1);
 		bc_open(i, i % BC_CONFIGS);
+	}
+	atomic_store(&bc_watch_checks, 0);
 	for (int i = 0; i < TORTURE_MAX; i++) {
 		memset(&subs[i], 0, sizeof subs[i]);
 		subs[i].slot = -1;
@@ -223,6 +341,7 @@ static void bc_send_start(torture_contender *c)
 	c->item = (torture_item){ (uint32_t)c->id, c->send_seq,
 				  item_check((uint32_t)c->id, c->send_seq) };
 	atomic_fetch_add(&bcs[c->slot].inflight, 1);
+	bc_watch_before_send(c, c->slot);
 }
 
 /* A send ended with r. */
@@ -230,6 +349,7 @@ static void bc_send_result(torture_contender *c, int r)
 {
 	int i = c->slot;
 	if (r == 0) {
+		bc_watch_after_send(c, i);
 		c->send_seq++;
 		atomic_fetch_add(&bcs[i].sent, 1);
 		atomic_fetch_add(&bc_sent, 1);
@@ -325,6 +445,7 @@ static void bc_no_release(torture_contender *c)
 /* A broadcast nobody sends into nor is subscribed to: closed and destroyed. */
 static void bc_retire(int i)
 {
+	bc_watch_disarm(i);
 	sb_broadcast_close(&bcs[i].bc);
 	if (atomic_load(&bcs[i].inflight) != 0)
 		VIOLATION(NULL, "a retired broadcast has sends in flight");
@@ -336,6 +457,7 @@ static void bc_retire(int i)
 /* Every 50 ms: a fresh broadcast for newcomers; the current one closed. */
 static void bc_tick(void)
 {
+	bc_watch_service(atomic_load(&bc_slots.cur));
 	if (++bc_ticks % 50)
 		return;
 	int next = torture_slot_next_free(&bc_slots);
@@ -346,11 +468,13 @@ static void bc_tick(void)
 	bc_open(next, (int)(round % BC_CONFIGS));
 	int old = atomic_load(&bc_slots.cur);
 	atomic_store(&bc_slots.cur, next);
+	bc_watch_disarm(old);
 	sb_broadcast_close(&bcs[old].bc);
 }
 
 static void bc_stop_tick(void)
 {
+	bc_watch_disarm(atomic_load(&bc_slots.cur));
 	sb_broadcast_close(&bcs[atomic_load(&bc_slots.cur)].bc);
 }
 
@@ -369,9 +493,10 @@ static void bc_teardown(void)
 static void bc_describe(char *buf, size_t size)
 {
 	snprintf(buf, size, "rounds %ld, subscribes %ld, items sent %ld, received %ld, "
-		 "missed %ld in %ld lags, -EPIPE %ld", atomic_load(&bc_rounds),
+		 "missed %ld in %ld lags, -EPIPE %ld, wake checks %ld", atomic_load(&bc_rounds),
 		 atomic_load(&bc_subscribes), atomic_load(&bc_sent), atomic_load(&bc_received),
-		 atomic_load(&bc_missed), atomic_load(&bc_lags), atomic_load(&bc_epipe));
+		 atomic_load(&bc_missed), atomic_load(&bc_lags), atomic_load(&bc_epipe),
+		 atomic_load(&bc_watch_checks));
 }
 
 const torture_prim torture_broadcast = {

@@ -1,8 +1,9 @@
 //! The broadcast rows (bench/broadcast.cc) on `tokio::sync::broadcast`, whose
 //! overflow rule - a receiver that fell behind is told how many items it
 //! missed, then resumes at the oldest item held - is sb_broadcast's lagging
-//! policy.  async-broadcast (the back-pressure peer) is not in Debian, so not
-//! offline here.
+//! policy, and (the single-thread fan-out rows) on `async-broadcast`
+//! (Debian's librust-async-broadcast-dev), whose default is back-pressure: a
+//! fan-out round never fills its capacity, so both policies do the same work.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,11 +12,11 @@ use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 use crate::harness::{Meter, Params};
 
-/// broadcast/fan-out-16: capacity 16, 16 subscribers; a round is one send
-/// and 16 try_recvs that each get the item.
-pub fn fan_out_16_tokio(p: &Params, m: &mut Meter) -> u64 {
+/// broadcast/fan-out-N: capacity 16, N subscribers; a round is one send
+/// and N try_recvs that each get the item.
+fn fan_out_tokio(n: usize, p: &Params, m: &mut Meter) -> u64 {
     let (tx, _keep) = broadcast::channel::<u64>(16);
-    let mut rx: Vec<_> = (0..16).map(|_| tx.subscribe()).collect();
+    let mut rx: Vec<_> = (0..n).map(|_| tx.subscribe()).collect();
     let (tx, rx) = (std::hint::black_box(&tx), std::hint::black_box(&mut rx));
     m.time(|| {
         for v in 0..p.rounds {
@@ -33,6 +34,57 @@ pub fn fan_out_16_tokio(p: &Params, m: &mut Meter) -> u64 {
         assert_eq!(r.try_recv(), Err(TryRecvError::Empty), "nothing left");
     }
     p.rounds
+}
+
+pub fn fan_out_4_tokio(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_tokio(4, p, m)
+}
+
+pub fn fan_out_16_tokio(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_tokio(16, p, m)
+}
+
+pub fn fan_out_64_tokio(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_tokio(64, p, m)
+}
+
+/// broadcast/fan-out-N on async-broadcast: capacity 16, N receivers (the
+/// first from `broadcast`, the rest `new_receiver`s); a round is one
+/// `try_broadcast` (never full: every receiver reads each item before the
+/// next) and N `try_recv`s that each get the item.
+fn fan_out_async_broadcast(n: usize, p: &Params, m: &mut Meter) -> u64 {
+    let (tx, first) = async_broadcast::broadcast::<u64>(16);
+    let mut rx: Vec<_> = (1..n).map(|_| first.new_receiver()).collect();
+    rx.push(first);
+    let (tx, rx) = (std::hint::black_box(&tx), std::hint::black_box(&mut rx));
+    m.time(|| {
+        for v in 0..p.rounds {
+            if !matches!(tx.try_broadcast(v), Ok(None)) {
+                panic!("wrong result at step `try_broadcast`");
+            }
+            for r in rx.iter_mut() {
+                if r.try_recv() != Ok(v) {
+                    panic!("wrong result at step `try_recv of the item`");
+                }
+            }
+        }
+    });
+    for r in rx.iter_mut() {
+        assert_eq!(r.try_recv(), Err(async_broadcast::TryRecvError::Empty), "nothing left");
+    }
+    p.rounds
+}
+
+pub fn fan_out_4_async_broadcast(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_async_broadcast(4, p, m)
+}
+
+pub fn fan_out_16_async_broadcast(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_async_broadcast(16, p, m)
+}
+
+pub fn fan_out_64_async_broadcast(p: &Params, m: &mut Meter) -> u64 {
+    fan_out_async_broadcast(64, p, m)
 }
 
 /// broadcast/lagging-receiver: capacity 16, a receiver that reads every

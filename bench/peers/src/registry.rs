@@ -109,6 +109,7 @@ pub const FLUME: &str = "flume";
 pub const FLUME_BLOCKING: &str = "flume-blocking";
 pub const CROSSBEAM: &str = "crossbeam";
 pub const STD_SYNC_CHANNEL: &str = "std-sync-channel";
+pub const ASYNC_BROADCAST: &str = "async-broadcast";
 
 /// The channel rows that time every receive under `--waits`.
 pub const CHANNEL_WAITS: [&str; 5] = [
@@ -540,7 +541,12 @@ pub fn rows() -> Vec<Row> {
     rows.extend(rwlock_contention_rows());
     rows.extend(channel_rows());
     rows.extend([
+        run("broadcast/fan-out-4", TOKIO, 4_000_000, bc::fan_out_4_tokio),
+        run("broadcast/fan-out-4", ASYNC_BROADCAST, 4_000_000, bc::fan_out_4_async_broadcast),
         run("broadcast/fan-out-16", TOKIO, 1_000_000, bc::fan_out_16_tokio),
+        run("broadcast/fan-out-16", ASYNC_BROADCAST, 1_000_000, bc::fan_out_16_async_broadcast),
+        run("broadcast/fan-out-64", TOKIO, 250_000, bc::fan_out_64_tokio),
+        run("broadcast/fan-out-64", ASYNC_BROADCAST, 250_000, bc::fan_out_64_async_broadcast),
         run("broadcast/lagging-receiver", TOKIO, 1_000_000, bc::lagging_receiver_tokio),
         run("broadcast/fan-out-16-threads", TOKIO, 1_000_000, bc::fan_out_16_threads_tokio),
     ]);

@@ -381,21 +381,36 @@ static int sem_try_barge(sb_semaphore *s, size_t n)
 	return ret;
 }
 
+/* sem_first_poll_fair found the queue empty: the first poll starts over. */
+#define SEM_START_OVER SB_FUTURE_IDLE
+
 /*
- * A first poll that took the lock to queue behind waiters (`state`, the
- * word before): barges if it may, or queues owed all `n`.
+ * Eventually fair mode, a first poll that found waiters queued: takes the
+ * lock (a lone waiter joins the queue) and barges if it may, or queues owed
+ * all its permits (the counter is 0 while anyone waits).  If the queue
+ * emptied meanwhile, or closed, SEM_START_OVER.  Out of line, and cloning its own
+ * waker: sharing the first poll's clone and loop, it made every first poll,
+ * a lone waiter's included, keep the clone on the stack and test the mode
+ * after its CAS (7 instructions a round of semaphore/reused-handoff).
  */
-static int sem_first_poll_fair_locked(sb_semaphore *s, sb_waiter *node, size_t state,
-				      sb_waker clone, size_t n)
+__attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f, const sb_waker *w)
 {
-	sb_waitq_adopt_lone(&s->q, state);
+	sb_semaphore *s = f->sem;
+	size_t n = f->permits;
+	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
+	size_t state = sb_waitq_lock_lone(&s->q, 0);
+	if ((state & SB_SEMAPHORE_STATE_CLOSED) || sb_waitq_is_empty(&s->q)) {
+		sb_waitq_unlock(&s->q);
+		sb_waker_drop(clone);
+		return SEM_START_OVER;
+	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	if (sem_barge_locked(s, n)) {
 		sem_unlock_fair(s, &batch, clone);
 		return 0;
 	}
-	sb_waitq_push(&s->q, node, n, clone);
+	sb_waitq_push(&s->q, &f->waiter, n, clone);
 	sem_unlock_fair(s, &batch, SB_NO_WAKER);
 	return SB_PENDING;
 }
@@ -406,7 +421,7 @@ static int sem_first_poll_fair_locked(sb_semaphore *s, sb_waiter *node, size_t s
  * re-arms at the front with `w` - in a phase with what `spare` holds as a
  * partial grant.
  */
-static int sem_retry(sb_semaphore_acquire *f, const sb_waker *w)
+__attribute__((noinline)) static int sem_retry(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	sb_semaphore *s = f->sem;
 	sb_waiter *node = &f->waiter;
@@ -562,6 +577,15 @@ static int sem_acquire_first_poll(void *future, const sb_waker *w)
 		size_t count = sem_count(state);
 		size_t next;
 		if (state & SB_WAITQ_NONEMPTY) {
+			if (!sem_is_fifo(s)) { /* eventually fair: barge or queue */
+				sb_waker_drop_if(clone); /* a lone try's */
+				clone = SB_NO_WAKER;
+				int r = sem_first_poll_fair(f, w);
+				if (r != SEM_START_OVER)
+					return r;
+				state = sem_load(s);
+				continue;
+			}
 			/* others wait: queue behind them (cloning before the lock,
 			 * as every registration does: a clone may re-enter) */
 			sb_waker_clone_once(w, &clone);
@@ -577,17 +601,19 @@ static int sem_acquire_first_poll(void *future, const sb_waker *w)
 		}
 		/* acq_rel: acquire, we take permits released by others or the lock;
 		 * release, a lone node is filled in before a releaser can see it. */
-		if (!atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
-							   memory_order_acq_rel, memory_order_relaxed))
-			continue;
-		if ((state & SB_WAITQ_NONEMPTY) && !sem_is_fifo(s))
-			return sem_first_poll_fair_locked(s, node, state, clone, n);
-		return sb_waitq_finish_first_poll(&s->q, node, state, next, clone, n - count);
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, next,
+							  memory_order_acq_rel, memory_order_relaxed))
+			return sb_waitq_finish_first_poll(&s->q, node, state, next, clone,
+							  n - count);
 	}
 }
 
-/* A queued future: woken (eventually fair mode), it retries; otherwise a plain re-poll. */
-static int sem_acquire_repoll(void *future, const sb_waker *w)
+/*
+ * A queued future: woken (eventually fair mode), it retries; otherwise a
+ * plain re-poll.  Out of line: inlined into the poll beside the first poll,
+ * it made the first poll keep its waker clone on the stack.
+ */
+__attribute__((noinline)) static int sem_acquire_repoll(void *future, const sb_waker *w)
 {
 	sb_semaphore_acquire *f = future;
 	size_t r = sb_waiter_load(&f->waiter);

@@ -386,31 +386,39 @@ static int sem_try_barge(sb_semaphore *s, size_t n)
 
 /*
  * Eventually fair mode, a first poll that found waiters queued: takes the
- * lock (a lone waiter joins the queue) and barges if it may, or queues owed
- * all its permits (the counter is 0 while anyone waits).  If the queue
- * emptied meanwhile, or closed, SEM_START_OVER.  Out of line, and cloning its own
- * waker: sharing the first poll's clone and loop, it made every first poll,
- * a lone waiter's included, keep the clone on the stack and test the mode
- * after its CAS (7 instructions a round of semaphore/reused-handoff).
+ * lock (a lone waiter joins the queue) and barges if it may; otherwise it
+ * queues owed all its permits (the counter is 0 while anyone waits), with a
+ * clone of its waker made with the lock dropped (a clone may re-enter), so a
+ * barger clones nothing.  The clone lives in its node's `waker` (the first
+ * poll's loop leaves one there, or none).  If the queue emptied meanwhile,
+ * or closed: SEM_START_OVER, the clone left in the node for the loop.  Out
+ * of line, the clone passed through the node, not a register: kept live
+ * across a call in the loop, the clone went to the stack on every first
+ * poll, a lone waiter's included (3 to 7 instructions a round of
+ * semaphore/reused-handoff).
  */
 __attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	sb_semaphore *s = f->sem;
 	size_t n = f->permits;
-	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
-	size_t state = sb_waitq_lock_lone(&s->q, 0);
-	if ((state & SB_SEMAPHORE_STATE_CLOSED) || sb_waitq_is_empty(&s->q)) {
-		sb_waitq_unlock(&s->q);
-		sb_waker_drop(clone);
-		return SEM_START_OVER;
-	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	if (sem_barge_locked(s, n)) {
-		sem_unlock_fair(s, &batch, clone);
-		return 0;
+	for (;;) {
+		size_t state = sb_waitq_lock_lone(&s->q, 0);
+		if ((state & SB_SEMAPHORE_STATE_CLOSED) || sb_waitq_is_empty(&s->q)) {
+			sb_waitq_unlock(&s->q);
+			return SEM_START_OVER;
+		}
+		if (sem_barge_locked(s, n)) {
+			sem_unlock_fair(s, &batch, f->waiter.waker);
+			return 0;
+		}
+		if (f->waiter.waker.vtable)
+			break;
+		sb_waitq_unlock(&s->q); /* nothing changed */
+		f->waiter.waker = sb_waker_clone(w);
 	}
-	sb_waitq_push(&s->q, &f->waiter, n, clone);
+	sb_waitq_push(&s->q, &f->waiter, n, f->waiter.waker);
 	sem_unlock_fair(s, &batch, SB_NO_WAKER);
 	return SB_PENDING;
 }
@@ -418,33 +426,40 @@ __attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f
 /*
  * A woken future tries again under the lock: takes its permits from `spare`
  * and leaves the queue, or finds them granted (a phase) or itself closed, or
- * re-arms at the front with `w` - in a phase with what `spare` holds as a
- * partial grant.
+ * re-arms at the front with a clone of `w` (made with the lock dropped, so
+ * that a head that gets its permits clones nothing) - in a phase with what
+ * `spare` holds as a partial grant.
  */
 __attribute__((noinline)) static int sem_retry(sb_semaphore_acquire *f, const sb_waker *w)
 {
 	sb_semaphore *s = f->sem;
 	sb_waiter *node = &f->waiter;
-	sb_waker clone = sb_waker_clone(w); /* before the lock: it may re-enter */
-	(void)sb_waitq_lock_lone(&s->q, 0);
-	size_t r = sb_waiter_remaining_locked(node);
-	if (r != SB_WAITER_WOKEN) {
-		/* Detached meanwhile (a phase's grant, close): final. */
-		assert(sb_waiter_is_detached(r));
-		sb_waitq_unlock(&s->q);
-		sb_waker_drop(clone);
-		return sb_future_settle(&f->status, r);
-	}
+	sb_waker clone = SB_NO_WAKER;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	size_t owed = f->permits;
-	if (s->spare >= owed) {
-		s->spare -= owed;
-		(void)sb_waitq_unlink(&s->q, node); /* its waker was spent */
-		if (s->handoff_left)
-			sem_phase_served_locked(s); /* (a flush let the spare build up) */
-		sem_unlock_fair(s, &batch, clone);
-		return 0;
+	for (;;) {
+		(void)sb_waitq_lock_lone(&s->q, 0);
+		size_t r = sb_waiter_remaining_locked(node);
+		if (r != SB_WAITER_WOKEN) {
+			/* Detached meanwhile (a phase's grant, close): final. */
+			assert(sb_waiter_is_detached(r));
+			sb_waitq_unlock(&s->q);
+			sb_waker_drop_if(clone);
+			return sb_future_settle(&f->status, r);
+		}
+		if (s->spare >= owed) {
+			s->spare -= owed;
+			(void)sb_waitq_unlink(&s->q, node); /* its waker was spent */
+			if (s->handoff_left)
+				sem_phase_served_locked(s); /* (a flush let the spare build up) */
+			sem_unlock_fair(s, &batch, clone);
+			return 0;
+		}
+		if (clone.vtable)
+			break;
+		sb_waitq_unlock(&s->q); /* nothing changed */
+		clone = sb_waker_clone(w);
 	}
 	if (s->handoff_left) {
 		owed -= s->spare; /* the phase's: it is the head */
@@ -578,11 +593,11 @@ static int sem_acquire_first_poll(void *future, const sb_waker *w)
 		size_t next;
 		if (state & SB_WAITQ_NONEMPTY) {
 			if (!sem_is_fifo(s)) { /* eventually fair: barge or queue */
-				sb_waker_drop_if(clone); /* a lone try's */
-				clone = SB_NO_WAKER;
+				node->waker = clone; /* (a lone try's, or none) */
 				int r = sem_first_poll_fair(f, w);
 				if (r != SEM_START_OVER)
 					return r;
+				clone = node->waker;
 				state = sem_load(s);
 				continue;
 			}

@@ -71,9 +71,6 @@ static struct {
 
 static sb_semaphore *sem;
 
-/* The waker of the poll being modelled (first_poll has only the slot). */
-static fz_wid poll_w;
-
 static struct {
 	size_t count;
 	bool closed;
@@ -299,10 +296,7 @@ static int first_poll(int s)
 	}
 	if (!M.fifo && M.q.len > 0) {
 		f_adopt();
-		if (f_barge(n)) {
-			/* It cloned its waker to queue before it could see the spare. */
-			fz_exp_clones[poll_w.ctr]++;
-			fz_exp_drops[poll_w.ctr]++;
+		if (f_barge(n)) { /* under the lock, before it clones its waker */
 			f_unlock();
 			return 0;
 		}
@@ -337,12 +331,9 @@ static int queued_poll(int s, fz_wid w)
 		fz_reregister(s, w);
 		return SB_PENDING;
 	}
-	/* The retry clones `w` before it takes the lock, and drops the clone
-	 * if it needs none. */
+	/* The retry clones `w` only to re-register. */
 	M.woken[s] = false;
 	if (M.spare >= A[s].n) {
-		fz_exp_clones[w.ctr]++;
-		fz_exp_drops[w.ctr]++;
 		M.spare -= A[s].n;
 		A[s].owed = 0;
 		fz_q_remove(&M.q, s);
@@ -468,7 +459,6 @@ static void op_crowd_init(int s, uint8_t v)
 }
 static void op_poll(int s, fz_wid w)
 {
-	poll_w = w;
 	fz_poll(&model, s, w);
 }
 static void op_cancel(int s, bool free_it)

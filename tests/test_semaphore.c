@@ -926,6 +926,42 @@ static void a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream
 }
 
 /*
+ * A woken head owed more than the phase has freed yet gathers the permits
+ * where bargers could take them outside a phase: during the phase nobody
+ * takes them, and the release that covers it completes it (no second wake:
+ * its waker was spent by the first).
+ */
+static void during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t permits[2] = { 3, 1 };
+	queue_acquires(&s, 2, permits, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0); /* wakes f[0] */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 2), 0); /* leaves it short: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: 2 of 3 gathered */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_noop(&late), SB_PENDING); /* a first poll neither */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* covers it */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase goes on to f[1] */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	sb_semaphore_acquire_cancel(&late);
+	assert_int_equal(sb_semaphore_release(&s, 2 + 3 + 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 6);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
  * Starts a phase with `big` (3 permits, then 1 granted) at the head and
  * `small` (1) behind it: returns with the phase running.
  */
@@ -1126,6 +1162,7 @@ int main(void)
 		cmocka_unit_test(past_the_bound_releases_hand_permits_to_the_queue_in_order),
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
+		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
 		cmocka_unit_test(fair_cancel_after_a_partial_grant_passes_the_permits_on),
 		cmocka_unit_test(fair_cancel_after_a_full_grant_passes_the_permits_on),
 		cmocka_unit_test(fair_cancel_of_a_woken_waiter_passes_the_wake_on),

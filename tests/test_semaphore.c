@@ -926,6 +926,35 @@ static void a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream
 }
 
 /*
+ * 0 means "not timed" (src/fairness.h): a pass when the clock reads 0 still
+ * times the queue, so the bound runs from it.
+ */
+static void a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same(void **state)
+{
+	(void)state;
+	uint64_t saved = fake_now;
+	fake_now = 0;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it at 0 */
+	fake_now = SB_FAIRNESS_BOUND_NS + 2; /* (stamped 1: past the bound from there) */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: f[0] handed it */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+	fake_now = saved;
+}
+
+/*
  * A woken head owed more than the phase has freed yet gathers the permits
  * where bargers could take them outside a phase: during the phase nobody
  * takes them, and the release that covers it completes it (no second wake:
@@ -1163,6 +1192,7 @@ int main(void)
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
 		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
+		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),
 		cmocka_unit_test(fair_cancel_after_a_partial_grant_passes_the_permits_on),
 		cmocka_unit_test(fair_cancel_after_a_full_grant_passes_the_permits_on),
 		cmocka_unit_test(fair_cancel_of_a_woken_waiter_passes_the_wake_on),

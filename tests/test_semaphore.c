@@ -855,6 +855,47 @@ static void past_the_bound_releases_hand_permits_to_the_queue_in_order(void **st
 }
 
 /*
+ * A waiter that queued during a phase waited through part of it: the
+ * phase's last handoff times it half a bound back (src/fairness.h), so
+ * bargers pass it for half a bound after the phase, not a whole one.
+ */
+static void a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: f[0] */
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during it */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* f[1]: the phase ends */
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	fake_now += SB_FAIRNESS_BOUND_NS / 2 + 1;
+	int releases = 0;
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* handed to `late` */
+	}
+	assert_int_equal(poll_with(&late, &cl), 0);
+	assert_int_equal(sb_semaphore_release(&s, 4), 0); /* 1 barger, f[0], f[1], late */
+	assert_int_equal(sb_semaphore_available(&s), 4);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live) + atomic_load(&cl.live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
  * A queue served in order is never timed: releases wake one head after the
  * other and each takes its permit itself, however long they all wait.
  */
@@ -1190,6 +1231,7 @@ int main(void)
 		cmocka_unit_test(a_newcomer_takes_free_permits_past_a_woken_head_within_the_bound),
 		cmocka_unit_test(past_the_bound_releases_hand_permits_to_the_queue_in_order),
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
+		cmocka_unit_test(a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
 		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
 		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),

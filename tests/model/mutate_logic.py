@@ -493,6 +493,9 @@ EQUIVALENT = {
     "once-03": "the queue lock is taken only while RUNNING or DONE is set (futures queue only behind a "
                "runner, complete() sets DONE in its lock CAS), so a word with HELD and neither never "
                "occurs and the RUNNING test alone refuses the same words",
+    "sem-22": "every phase step is followed, under the same lock, by sem_unlock_fair, which ends the "
+              "phase and stops the clock when it finds the queue empty; only a full wake batch's "
+              "flush in between could let a newcomer see the phase, and it would be served in order",
     "mutex-26": "not observable through the contract: in eventually fair mode any locker may take a free "
                 "mutex past queued waiters, so the early stop only narrows the timing window in which a "
                 "spinner barges (a latency heuristic for the benchmarks, not a property a test can pin)",

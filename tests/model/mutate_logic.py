@@ -496,6 +496,8 @@ EQUIVALENT = {
     "sem-22": "every phase step is followed, under the same lock, by sem_unlock_fair, which ends the "
               "phase and stops the clock when it finds the queue empty; only a full wake batch's "
               "flush in between could let a newcomer see the phase, and it would be served in order",
+    "sem-26": "the re-armed head is the queue's head in a running phase, so the sem_unlock_fair that "
+              "follows feeds it the spare permits as the same partial grant",
     "mutex-26": "not observable through the contract: in eventually fair mode any locker may take a free "
                 "mutex past queued waiters, so the early stop only narrows the timing window in which a "
                 "spinner barges (a latency heuristic for the benchmarks, not a property a test can pin)",

@@ -498,6 +498,8 @@ EQUIVALENT = {
               "flush in between could let a newcomer see the phase, and it would be served in order",
     "sem-26": "the re-armed head is the queue's head in a running phase, so the sem_unlock_fair that "
               "follows feeds it the spare permits as the same partial grant",
+    "sem-27": "a woken head finds too few spare permits only after a barger took them, and that barger, "
+              "leaving it short, timed the queue already (sem_barge_locked)",
     "mutex-26": "not observable through the contract: in eventually fair mode any locker may take a free "
                 "mutex past queued waiters, so the early stop only narrows the timing window in which a "
                 "spinner barges (a latency heuristic for the benchmarks, not a property a test can pin)",

@@ -10,8 +10,9 @@
 //   syncband-blocking       sb_mutex_lock_blocking / sb_semaphore_acquire_blocking
 //                           (a waiting thread parks on a futex),
 //                           sb_*_unlock/release; the default, eventually fair
-//                           mutex (sb_mutex_init)
-//   syncband-blocking-fifo  the same on a strict-FIFO mutex (sb_mutex_init_fifo)
+//                           mutex and semaphore (sb_mutex_init, sb_semaphore_init)
+//   syncband-blocking-fifo  the same on a strict-FIFO mutex or semaphore
+//                           (sb_mutex_init_fifo, sb_semaphore_init_fifo)
 //   pthread                 pthread_mutex_t (default type): the mutex row's baseline
 //   sem_t                   POSIX sem_wait / sem_post: the semaphore row's baseline
 //
@@ -139,11 +140,11 @@ uint64_t pthread_mutex(const sbb::Params &p, sbb::Meter &m)
 }
 SBB_BATCH(pthread_mutex, "contention/mutex-N-threads", sbb::PTHREAD, 10000);
 
-template <bool Waits> uint64_t syncband_semaphore_on(const sbb::Params &p, sbb::Meter &m)
+template <bool Fifo, bool Waits> uint64_t syncband_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {
 	sbb::CachePadded<sb_semaphore> sem;
 	sb_semaphore *s = sbb::escape(&sem.value);
-	expect(sb_semaphore_init(s, p.permits), 0, "init");
+	expect(Fifo ? sb_semaphore_init_fifo(s, p.permits) : sb_semaphore_init(s, p.permits), 0, "init");
 	run_threads<Waits>(p, m, [&](uint64_t ops, sbb::WaitClock<Waits> &clock) {
 		for (uint64_t i = 0; i < ops; i++) {
 			clock.begin();
@@ -158,11 +159,13 @@ template <bool Waits> uint64_t syncband_semaphore_on(const sbb::Params &p, sbb::
 	return operations(p);
 }
 
-uint64_t syncband_semaphore(const sbb::Params &p, sbb::Meter &m)
+template <bool Fifo> uint64_t syncband_semaphore(const sbb::Params &p, sbb::Meter &m)
 {
-	return m.waits() ? syncband_semaphore_on<true>(p, m) : syncband_semaphore_on<false>(p, m);
+	return m.waits() ? syncband_semaphore_on<Fifo, true>(p, m) : syncband_semaphore_on<Fifo, false>(p, m);
 }
-SBB_BATCH(syncband_semaphore, "contention/semaphore-N-threads", sbb::SYNCBAND_BLOCKING, 10000);
+SBB_BATCH(syncband_semaphore<false>, "contention/semaphore-N-threads", sbb::SYNCBAND_BLOCKING, 10000);
+SBB_BATCH(syncband_semaphore<true>, "contention/semaphore-N-threads", sbb::SYNCBAND_BLOCKING_FIFO,
+	  10000);
 
 template <bool Waits> uint64_t posix_semaphore_on(const sbb::Params &p, sbb::Meter &m)
 {

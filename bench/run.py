@@ -207,9 +207,9 @@ WAIT_PROBES = {"baseline/futex-wake-to-run"}
 CONTENTION_THREADS = (2, 4, 8, 16)
 THREADS_RE = re.compile(r"^(.*)-([0-9]+)-threads$")
 
-# A strict-FIFO mutex row (impl "...-fifo") convoys once its threads
-# outnumber the cores: every unlock hands the mutex to a waiter whose thread
-# may not be running, and everyone queues behind it (9-18 us an operation on
+# A strict-FIFO row (impl "...-fifo": the mutex's, the semaphore's) convoys
+# once its threads outnumber the cores: every unlock or release hands over to
+# a waiter whose thread may not be running, and everyone queues behind it (9-18 us an operation on
 # the 2-core machine, 500-1000 x the other rows).  Above 2 threads those rows
 # run 1/50 of the rounds, so that one batch stays near 0.25 s at worst
 # instead of 10-20 s.
@@ -228,16 +228,17 @@ def contention_rounds(base, threads, impl):
 
 
 def read_fairness_bound():
-    """SB_MUTEX_FAIRNESS_BOUND_NS from include/syncband/mutex.h."""
+    """SB_FAIRNESS_BOUND_NS (the mutex's and the semaphore's) from
+    include/syncband/future.h."""
     header = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
-                          "include", "syncband", "mutex.h")
+                          "include", "syncband", "future.h")
     try:
         with open(header) as f:
-            m = re.search(r"^#define SB_MUTEX_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
+            m = re.search(r"^#define SB_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
     except OSError as e:
         sys.exit("run.py: cannot read the fairness bound: %s" % e)
     if not m:
-        sys.exit("run.py: no SB_MUTEX_FAIRNESS_BOUND_NS in %s" % header)
+        sys.exit("run.py: no SB_FAIRNESS_BOUND_NS in %s" % header)
     return int(m.group(1))
 
 

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 
+#include "fairness.h"
 #include "park.h"
 #include "wait_future.h"
 
@@ -22,9 +23,52 @@
  * word's modification order sees the other; permits are never parked in the
  * counter while a waiter sleeps.
  *
- * While anyone waits, permits flow from release() straight into the head
- * waiter's `remaining` under the lock (direct handoff, strict FIFO), and
- * only the head can hold a partial grant.
+ * Strict FIFO mode: while anyone waits, permits flow from release()
+ * straight into the head waiter's `remaining` under the lock (direct
+ * handoff), and only the head can hold a partial grant.
+ *
+ * Eventually fair mode, by the rules of src/fairness.h (shared with the
+ * mutex).  While waiters are queued (not a lone one), free permits live in
+ * `spare`, under the queue lock, not in the word: the word's count field is
+ * the lone waiter's, and a count there could read as an address.  So:
+ *   - a release with waiters adds to `spare` and, if the head is owed no
+ *     more than that, wakes it: SB_WAITER_WOKEN, still queued at the front,
+ *     its waker moved into the wake batch (the node keeps a stale copy, never
+ *     woken or dropped), its partial grant, if any, moved into `spare` too,
+ *     so that a woken head holds none and is owed all its permits;
+ *   - a newcomer (first poll, try_acquire) that finds waiters takes the
+ *     queue lock and takes from `spare` if it holds enough (barging), unless
+ *     a handoff phase runs;
+ *   - the woken head's next poll retries (sem_retry): it takes its permits
+ *     from `spare` and leaves, or re-arms at the front.
+ * `spare` is 0 whenever the queue is empty: the unlock that empties it
+ * moves `spare` into the word (sem_unlock_fair), so the lock-free paths see
+ * every free permit again.  The lone waiter is handed its permit by a
+ * release as in strict mode: it is alone, with nobody queued behind it, and
+ * the single-thread handoff stays one CAS on each side.
+ *
+ * Starvation: the queue is timed (passed_since) from the first time a
+ * barger passes its head: takes permits and leaves fewer in `spare` than the
+ * head is owed, or a woken head finds too few left.  The future has no room
+ * for a stamp of its own (64 bytes), so the semaphore keeps one for the
+ * queue: a waiter behind the head was passed at least as long as the head
+ * was, and the next head inherits the stamp, which is no later than its own
+ * would be - it is handed its permits sooner, never later, than the mutex's
+ * rules would.  A release that finds the queue timed compares the stamp
+ * with the bound at every 16th release (sb_fair_is_check; releases_timed
+ * counts them, from 0 at the stamp); past the bound it starts a handoff
+ * phase: handoff_left = the waiters queued then, and from then on every
+ * release feeds `spare` to the queue in order (sem_feed_locked), as strict
+ * mode does, a woken head accumulating it in `spare` until it is owed no
+ * more (then detached, GRANTED), and bargers take nothing.  Each waiter the
+ * phase completes counts one off handoff_left; the last one ends the phase
+ * and stamps the queue as sb_fair_phase_stamp says, or clears the stamp when
+ * the queue is empty.  A cancelled waiter is not counted off: the phase may
+ * cover one newcomer more, never one fewer.
+ *
+ * So the head holds a partial grant only in strict mode, in a phase, or as a
+ * first waiter that took what the counter had (a multi-permit first poll, a
+ * lone waiter that took n - 1); and never while woken.
  *
  * The count field holds SEM_COUNT_CAP = 2 * SB_SEMAPHORE_MAX_PERMITS + 1.
  * release() keeps it at or below the maximum.  Returning a grant that is
@@ -65,6 +109,24 @@ int sb_semaphore_init(sb_semaphore *s, size_t permits)
 		return -EINVAL;
 	*s = (sb_semaphore)SB_SEMAPHORE_INIT(permits);
 	return 0;
+}
+
+int sb_semaphore_init_fifo(sb_semaphore *s, size_t permits)
+{
+	if (permits > SB_SEMAPHORE_MAX_PERMITS)
+		return -EINVAL;
+	*s = (sb_semaphore)SB_SEMAPHORE_INIT_FIFO(permits);
+	return 0;
+}
+
+static inline bool sem_is_fifo(const sb_semaphore *s)
+{
+	return s->mode & SB_SEMAPHORE_FIFO;
+}
+
+static sb_semaphore_acquire *sem_acquire_of(sb_waiter *w)
+{
+	return SB_CONTAINER_OF(w, sb_semaphore_acquire, waiter);
 }
 
 int sb_semaphore_destroy(sb_semaphore *s)
@@ -108,13 +170,6 @@ static int sem_try_take(sb_semaphore *s, size_t n)
 	}
 }
 
-int sb_semaphore_try_acquire_slow(sb_semaphore *s, size_t n)
-{
-	if (n > SB_SEMAPHORE_MAX_PERMITS)
-		return -EINVAL;
-	return sem_try_take(s, n);
-}
-
 /*
  * Under the lock: hands `n` permits to the queue in FIFO order, completing
  * the waiters it satisfies.  Returns what is left for the counter: 0 unless
@@ -153,6 +208,281 @@ static void sem_grant_and_unlock(sb_semaphore *s, size_t n, sb_waker drop)
 	sb_waitq_after_unlock(&batch, drop);
 }
 
+/* --- eventually fair mode (see the top of the file) --- */
+
+/* Under the lock: what the queued `w` is still owed (a woken one, everything). */
+static size_t sem_owed_locked(sb_waiter *w)
+{
+	size_t r = sb_waiter_remaining_locked(w);
+	return r == SB_WAITER_WOKEN ? sem_acquire_of(w)->permits : r;
+}
+
+/* Under the lock: adds `n` to `spare`, saturating as the counter does. */
+static void sem_add_spare_locked(sb_semaphore *s, size_t n)
+{
+	s->spare += sem_fit(s->spare, n);
+}
+
+/* Under the lock: a barger passed the head; starts the queue's clock. */
+static void sem_time_pass_locked(sb_semaphore *s)
+{
+	if (s->passed_since)
+		return;
+	s->passed_since = sb_fair_stamp(sb_fair_now());
+	s->releases_timed = 0; /* the next release compares it with the bound */
+}
+
+/* Under the lock: how many are queued (at most UINT32_MAX). */
+static uint32_t sem_queued_locked(const sb_semaphore *s)
+{
+	uint32_t n = 0;
+	for (const sb_waiter *w = s->q.head; w && n < UINT32_MAX; w = w->next)
+		n++;
+	return n;
+}
+
+/*
+ * Under the lock, in a phase: the phase completed a waiter.  After its last
+ * one, the waiters queued meanwhile are timed half a bound back
+ * (sb_fair_phase_stamp), or the clock stops with the queue.
+ */
+static void sem_phase_served_locked(sb_semaphore *s)
+{
+	if (--s->handoff_left != 0 && !sb_waitq_is_empty(&s->q))
+		return;
+	s->handoff_left = 0;
+	s->passed_since = sb_waitq_is_empty(&s->q) ? 0 : sb_fair_phase_stamp(sb_fair_now());
+	s->releases_timed = 0;
+}
+
+/*
+ * Under the lock, in a phase: feeds `spare` to the queue in order, as strict
+ * mode's releases do; a woken head (its waker spent) gathers it in `spare`
+ * until that covers it, and is then detached without a wake: its next poll,
+ * which it owes its wake, finds SB_WAITER_GRANTED.
+ */
+static void sem_feed_locked(sb_semaphore *s, sb_wake_batch *b)
+{
+	sb_waiter *w;
+	while (s->handoff_left && s->spare && (w = sb_waitq_front(&s->q)) != NULL) {
+		size_t r = sb_waiter_remaining_locked(w);
+		if (r == SB_WAITER_WOKEN) {
+			size_t owed = sem_acquire_of(w)->permits;
+			if (owed > s->spare)
+				return;
+			s->spare -= owed;
+			(void)sb_waitq_unlink(&s->q, w); /* its waker was spent */
+			/* release: hands it the node and the permits. */
+			atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
+		} else if (r > s->spare) {
+			sb_waiter_set_remaining_locked(w, r - s->spare);
+			s->spare = 0;
+			return;
+		} else {
+			s->spare -= r;
+			sb_waitq_detach(&s->q, w, SB_WAITER_GRANTED, b);
+		}
+		sem_phase_served_locked(s);
+		if (sb_wake_batch_is_full(b))
+			sb_waitq_flush_lone(&s->q, b);
+	}
+}
+
+/*
+ * Under the lock, eventually fair mode: feeds a phase, wakes the head if
+ * `spare` covers it (moving its partial grant, if any, into `spare`), or,
+ * the queue empty, moves `spare` into the word; then unlocks, runs the
+ * wakes and drops `drop`.
+ */
+static void sem_unlock_fair(sb_semaphore *s, sb_wake_batch *b, sb_waker drop)
+{
+	size_t add = 0;
+	for (;;) {
+		sem_feed_locked(s, b);
+		sb_waiter *head = sb_waitq_front(&s->q);
+		if (!head) {
+			/* While we hold the lock the count can only fall, so fitting
+			 * it now is enough (as sem_grant_and_unlock). */
+			add = sem_fit(sem_count(sem_load(s)), s->spare);
+			s->spare = 0;
+			s->handoff_left = 0;
+			s->passed_since = 0;
+			break;
+		}
+		size_t r = sb_waiter_remaining_locked(head);
+		if (s->handoff_left || r == SB_WAITER_WOKEN || r > s->spare)
+			break;
+		if (sb_wake_batch_is_full(b)) {
+			sb_waitq_flush_lone(&s->q, b); /* the queue may change: look again */
+			continue;
+		}
+		s->spare += sem_acquire_of(head)->permits - r; /* its partial grant, if any */
+		b->wakers[b->count++] = head->waker;
+		/* relaxed: the owner acts on WOKEN only through the lock (its
+		 * retry takes it, whose acquire pairs with our unlock). */
+		sb_waiter_set_remaining_locked(head, SB_WAITER_WOKEN);
+		break;
+	}
+	/* release (in the unlock): a lock-free taker of `add` sees our writes. */
+	sb_waitq_unlock_update(&s->q, 0, add * SB_SEMAPHORE_STATE_COUNT_ONE);
+	sb_waitq_after_unlock(b, drop);
+}
+
+/*
+ * Under the lock, eventually fair mode, waiters queued: a newcomer takes `n`
+ * from `spare` if no phase runs and it holds enough; leaving the head short
+ * passes it.
+ */
+static bool sem_barge_locked(sb_semaphore *s, size_t n)
+{
+	if (s->handoff_left || s->spare < n)
+		return false;
+	s->spare -= n;
+	sb_waiter *head = sb_waitq_front(&s->q);
+	if (head && s->spare < sem_owed_locked(head))
+		sem_time_pass_locked(s);
+	return true;
+}
+
+/*
+ * Under the lock, eventually fair mode: a release of `n` with waiters.  A
+ * timed queue is compared with the bound at every 16th such release; past
+ * it, a phase starts, covering everyone queued now.
+ */
+static void sem_release_fair_locked(sb_semaphore *s, size_t n)
+{
+	sem_add_spare_locked(s, n);
+	if (!s->handoff_left && s->passed_since && !sb_waitq_is_empty(&s->q) &&
+	    sb_fair_is_check(s->releases_timed++) && sb_fair_overdue(s->passed_since, sb_fair_now()))
+		s->handoff_left = sem_queued_locked(s);
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sem_unlock_fair(s, &batch, SB_NO_WAKER);
+}
+
+/*
+ * A try_acquire that found waiters queued (the word's NONEMPTY; not a lone
+ * one, which leaves no spare): barges under the lock if it may.
+ */
+static int sem_try_barge(sb_semaphore *s, size_t n)
+{
+	size_t state = sem_load(s);
+	if (!(state & SB_WAITQ_NONEMPTY) || sb_waitq_is_lone(state))
+		return -EAGAIN;
+	state = sb_waitq_lock_lone(&s->q, 0);
+	int ret = -EAGAIN;
+	if (state & SB_SEMAPHORE_STATE_CLOSED)
+		ret = -ESHUTDOWN;
+	else if (sem_barge_locked(s, n))
+		ret = 0;
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	sem_unlock_fair(s, &batch, SB_NO_WAKER);
+	return ret;
+}
+
+/* sem_first_poll_fair found the queue empty: the first poll starts over. */
+#define SEM_START_OVER SB_FUTURE_IDLE
+
+/*
+ * Eventually fair mode, a first poll that found waiters queued: takes the
+ * lock (a lone waiter joins the queue) and barges if it may; otherwise it
+ * queues owed all its permits (the counter is 0 while anyone waits), with a
+ * clone of its waker made with the lock dropped (a clone may re-enter), so a
+ * barger clones nothing.  The clone lives in its node's `waker` (the first
+ * poll's loop leaves one there, or none).  If the queue emptied meanwhile,
+ * or closed: SEM_START_OVER, the clone left in the node for the loop.  Out
+ * of line, the clone passed through the node, not a register: kept live
+ * across a call in the loop, the clone went to the stack on every first
+ * poll, a lone waiter's included (3 to 7 instructions a round of
+ * semaphore/reused-handoff).
+ */
+__attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f, const sb_waker *w)
+{
+	sb_semaphore *s = f->sem;
+	size_t n = f->permits;
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	for (;;) {
+		size_t state = sb_waitq_lock_lone(&s->q, 0);
+		if ((state & SB_SEMAPHORE_STATE_CLOSED) || sb_waitq_is_empty(&s->q)) {
+			sb_waitq_unlock(&s->q);
+			return SEM_START_OVER;
+		}
+		if (sem_barge_locked(s, n)) {
+			sem_unlock_fair(s, &batch, f->waiter.waker);
+			return 0;
+		}
+		if (f->waiter.waker.vtable)
+			break;
+		sb_waitq_unlock(&s->q); /* nothing changed */
+		f->waiter.waker = sb_waker_clone(w);
+	}
+	sb_waitq_push(&s->q, &f->waiter, n, f->waiter.waker);
+	sem_unlock_fair(s, &batch, SB_NO_WAKER);
+	return SB_PENDING;
+}
+
+/*
+ * A woken future tries again under the lock: takes its permits from `spare`
+ * and leaves the queue, or finds them granted (a phase) or itself closed, or
+ * re-arms at the front with a clone of `w` (made with the lock dropped, so
+ * that a head that gets its permits clones nothing) - in a phase with what
+ * `spare` holds as a partial grant.
+ */
+__attribute__((noinline)) static int sem_retry(sb_semaphore_acquire *f, const sb_waker *w)
+{
+	sb_semaphore *s = f->sem;
+	sb_waiter *node = &f->waiter;
+	sb_waker clone = SB_NO_WAKER;
+	sb_wake_batch batch;
+	sb_wake_batch_init(&batch);
+	size_t owed = f->permits;
+	for (;;) {
+		(void)sb_waitq_lock_lone(&s->q, 0);
+		size_t r = sb_waiter_remaining_locked(node);
+		if (r != SB_WAITER_WOKEN) {
+			/* Detached meanwhile (a phase's grant, close): final. */
+			assert(sb_waiter_is_detached(r));
+			sb_waitq_unlock(&s->q);
+			sb_waker_drop_if(clone);
+			return sb_future_settle(&f->status, r);
+		}
+		if (s->spare >= owed) {
+			s->spare -= owed;
+			(void)sb_waitq_unlink(&s->q, node); /* its waker was spent */
+			if (s->handoff_left)
+				sem_phase_served_locked(s); /* (a flush let the spare build up) */
+			sem_unlock_fair(s, &batch, clone);
+			return 0;
+		}
+		if (clone.vtable)
+			break;
+		sb_waitq_unlock(&s->q); /* nothing changed */
+		clone = sb_waker_clone(w);
+	}
+	if (s->handoff_left) {
+		owed -= s->spare; /* the phase's: it is the head */
+		s->spare = 0;
+	} else {
+		sem_time_pass_locked(s); /* a barger took what woke it */
+	}
+	node->waker = clone;
+	sb_waiter_set_remaining_locked(node, owed);
+	sem_unlock_fair(s, &batch, SB_NO_WAKER);
+	return SB_PENDING;
+}
+
+int sb_semaphore_try_acquire_slow(sb_semaphore *s, size_t n)
+{
+	if (n > SB_SEMAPHORE_MAX_PERMITS)
+		return -EINVAL;
+	int ret = sem_try_take(s, n);
+	if (ret != -EAGAIN || sem_is_fifo(s))
+		return ret;
+	return sem_try_barge(s, n);
+}
+
 /* `checked`: refuse to take the count past the maximum.  n > 0. */
 static int sem_release(sb_semaphore *s, size_t n, bool checked)
 {
@@ -178,12 +508,17 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 	}
 	state = sb_waitq_lock_lone(&s->q, 0);
 	/* The counter is 0 while anyone waits; if the queue has emptied since,
-	 * the permits may land in the counter, so check against it. */
-	if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n) {
+	 * the permits may land in the counter, so check against it (and
+	 * against the spare, the free permits while anyone waits). */
+	if (checked && (sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n ||
+			s->spare > SB_SEMAPHORE_MAX_PERMITS - n)) {
 		sb_waitq_unlock(&s->q);
 		return -EOVERFLOW;
 	}
-	sem_grant_and_unlock(s, n, SB_NO_WAKER);
+	if (sem_is_fifo(s))
+		sem_grant_and_unlock(s, n, SB_NO_WAKER);
+	else
+		sem_release_fair_locked(s, n);
 	return 0;
 }
 
@@ -205,14 +540,24 @@ void sb_semaphore_close(sb_semaphore *s)
 	/* Closed from the moment we hold the lock (the CAS that takes it sets
 	 * SB_SEMAPHORE_STATE_CLOSED, with acq_rel: it is read without the
 	 * lock), and every waiter completed with -ESHUTDOWN from then on. */
-	sb_waitq_lock_lone(&s->q, SB_SEMAPHORE_STATE_CLOSED);
-	/* Only the head ever holds a partial grant, so `returned` < max. */
-	size_t returned = 0;
+	size_t state = sb_waitq_lock_lone(&s->q, SB_SEMAPHORE_STATE_CLOSED);
+	/* Only the head ever holds a partial grant, never a woken one; the
+	 * spare (eventually fair mode) goes back too. */
+	size_t returned = s->spare;
+	s->spare = 0;
+	s->handoff_left = 0;
+	s->passed_since = 0;
 	sb_waiter *head = sb_waitq_front(q);
-	if (head)
-		returned = SB_CONTAINER_OF(head, sb_semaphore_acquire, waiter)->permits -
-			   sb_waiter_remaining_locked(head);
+	if (head && sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN) {
+		/* Its waker is spent: its next poll, which it owes the wake,
+		 * finds it closed.  release: hands the node back. */
+		(void)sb_waitq_unlink(q, head);
+		atomic_store_explicit(&head->remaining, SB_WAITER_CLOSED, memory_order_release);
+	} else if (head) {
+		returned += sem_acquire_of(head)->permits - sb_waiter_remaining_locked(head);
+	}
 	sb_waitq_release_all(q, SB_WAITER_CLOSED, &batch);
+	returned = sem_fit(sem_count(state), returned);
 	sb_waitq_unlock_update(q, 0, returned * SB_SEMAPHORE_STATE_COUNT_ONE);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
@@ -247,6 +592,15 @@ static int sem_acquire_first_poll(void *future, const sb_waker *w)
 		size_t count = sem_count(state);
 		size_t next;
 		if (state & SB_WAITQ_NONEMPTY) {
+			if (!sem_is_fifo(s)) { /* eventually fair: barge or queue */
+				node->waker = clone; /* (a lone try's, or none) */
+				int r = sem_first_poll_fair(f, w);
+				if (r != SEM_START_OVER)
+					return r;
+				clone = node->waker;
+				state = sem_load(s);
+				continue;
+			}
 			/* others wait: queue behind them (cloning before the lock,
 			 * as every registration does: a clone may re-enter) */
 			sb_waker_clone_once(w, &clone);
@@ -269,10 +623,21 @@ static int sem_acquire_first_poll(void *future, const sb_waker *w)
 	}
 }
 
-static int sem_acquire_repoll(void *future, const sb_waker *w)
+/*
+ * A queued future: woken (eventually fair mode), it retries; otherwise a
+ * plain re-poll.  Out of line: inlined into the poll beside the first poll,
+ * it made the first poll keep its waker clone on the stack.
+ */
+__attribute__((noinline)) static int sem_acquire_repoll(void *future, const sb_waker *w)
 {
 	sb_semaphore_acquire *f = future;
-	return sb_future_repoll_lone(&f->status, &f->sem->q, &f->waiter, w);
+	size_t r = sb_waiter_load(&f->waiter);
+	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
+	if (r != SB_WAITER_WOKEN)
+		r = sb_waitq_repoll_lone(&f->sem->q, &f->waiter, w);
+	if (r == SB_WAITER_WOKEN)
+		return sem_retry(f, w);
+	return sb_future_settle(&f->status, r);
 }
 
 int sb_semaphore_acquire_poll_slow(sb_semaphore_acquire *f, const sb_waker *w)
@@ -295,7 +660,20 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 			sem_release(s, f->permits - 1, false);
 		return;
 	case SB_CANCEL_UNLINKED:
-		sem_grant_and_unlock(s, f->permits - remaining, mine);
+		if (sem_is_fifo(s)) {
+			sem_grant_and_unlock(s, f->permits - remaining, mine);
+			return;
+		}
+		if (remaining == SB_WAITER_WOKEN) {
+			/* Woken but never tried: its waker is spent (`mine` a stale
+			 * copy); the unlock passes the wake on. */
+			mine = SB_NO_WAKER;
+		} else {
+			sem_add_spare_locked(s, f->permits - remaining); /* a partial grant */
+		}
+		sb_wake_batch batch;
+		sb_wake_batch_init(&batch);
+		sem_unlock_fair(s, &batch, mine);
 		return;
 	case SB_CANCEL_DETACHED:
 		/* Detached before we looked: a full grant nobody consumed goes back. */

@@ -13,6 +13,7 @@
 #include <syncband/semaphore.h>
 
 #include "check.h"
+#include "clock.h"
 #include "counting_waker.h"
 #include "watchdog.h"
 #include "zeroed_future.h"
@@ -30,6 +31,12 @@ static int poll_noop(sb_semaphore_acquire *f)
 	return sb_semaphore_acquire_poll(f, &w);
 }
 
+/*
+ * The tests of the strict-FIFO contract (head-of-line order, partial grants,
+ * no barging) run on SB_SEMAPHORE_INIT_FIFO semaphores; the eventually fair
+ * mode's own tests follow the blocking waits.
+ */
+
 static void static_initialiser_gives_the_permits(void **state)
 {
 	(void)state;
@@ -46,8 +53,8 @@ static void sizes_fit_the_contract(void **state)
 	(void)state;
 	if (sizeof(void *) != 8)
 		skip();
-	assert_true(sizeof(sb_semaphore) <= 32);
-	assert_int_equal(sizeof(sb_semaphore), 24);
+	/* The queue, the mode and the eventually fair mode's state. */
+	assert_int_equal(sizeof(sb_semaphore), 48);
 	assert_true(sizeof(sb_semaphore_acquire) <= 64);
 	/* A lone waiter's address goes into the word above its low 4 bits. */
 	assert_int_equal(_Alignof(sb_semaphore_acquire), 16);
@@ -110,7 +117,7 @@ static void ready_acquire_completes_on_first_poll_without_cloning(void **state)
 static void waiters_are_served_in_fifo_order(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	enum { N = 8 };
 	sb_semaphore_acquire f[N];
 	counting_waker c[N];
@@ -135,7 +142,7 @@ static void waiters_are_served_in_fifo_order(void **state)
 static void multi_permit_head_blocks_a_smaller_request_behind_it(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire big, small;
 	counting_waker cb, cs;
 	counting_waker_init(&cb);
@@ -163,7 +170,7 @@ static void multi_permit_head_blocks_a_smaller_request_behind_it(void **state)
 static void partial_grants_accumulate_until_the_request_is_met(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(2);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(2);
 	sb_semaphore_acquire f;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -207,7 +214,7 @@ static void cancel_with_nothing_granted_leaves_the_count_exact(void **state)
 static void cancel_after_partial_grant_passes_permits_on(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire a, b, c;
 	counting_waker ca, cb, cc;
 	counting_waker_init(&ca);
@@ -233,7 +240,7 @@ static void cancel_after_partial_grant_passes_permits_on(void **state)
 static void cancel_after_partial_grant_with_nobody_behind_returns_permits_to_the_count(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(1);
 	sb_semaphore_acquire a;
 	sb_semaphore_acquire_init(&a, &s, 4);
 	assert_int_equal(poll_noop(&a), SB_PENDING);
@@ -247,7 +254,7 @@ static void cancel_after_partial_grant_with_nobody_behind_returns_permits_to_the
 static void cancel_after_full_grant_passes_permits_to_the_next_waiter(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire a, b;
 	counting_waker ca, cb;
 	counting_waker_init(&ca);
@@ -270,7 +277,7 @@ static void cancel_after_full_grant_passes_permits_to_the_next_waiter(void **sta
 static void cancel_after_full_grant_with_nobody_behind_restores_the_count(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire a;
 	sb_semaphore_acquire_init(&a, &s, 2);
 	assert_int_equal(poll_noop(&a), SB_PENDING);
@@ -364,7 +371,7 @@ static void cancel_twice_is_harmless(void **state)
 static void try_acquire_does_not_barge_past_a_queued_waiter(void **state)
 {
 	(void)state;
-	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(1);
 	sb_semaphore_acquire a;
 	sb_semaphore_acquire_init(&a, &s, 3);
 	assert_int_equal(poll_noop(&a), SB_PENDING);
@@ -476,7 +483,7 @@ static void returned_grants_saturate_the_counter_instead_of_wrapping(void **stat
 {
 	(void)state;
 	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire a, b;
 	sb_semaphore_acquire_init(&a, &s, max);
 	sb_semaphore_acquire_init(&b, &s, max);
@@ -579,7 +586,7 @@ static void a_queued_acquire_whose_waker_clone_releases_a_permit_does_not_deadlo
 	(void)state;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	counting_waker first, second;
 	counting_waker_init(&first);
 	counting_waker_init(&second);
@@ -659,42 +666,508 @@ static void *blocking_acquirer(void *p)
 	return NULL;
 }
 
-static void blocking_acquire_is_woken_by_a_release_from_another_thread(void **state)
+/* Both modes: the thread must wait for all three permits, released one at a time. */
+static void check_blocking_acquire_is_woken_by_releases(sb_semaphore *s)
 {
-	(void)state;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "blocking acquire woken by release");
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
-	blocking_arg a = { .sem = &s };
+	blocking_arg a = { .sem = s };
 	atomic_init(&a.started, 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
-	/* release one at a time: the thread must wait for all three */
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(sb_semaphore_release(s, 1), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(a.result, 0);
-	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_available(s), 0);
+	assert_int_equal(sb_semaphore_destroy(s), 0);
+	sb_watchdog_stop(&wd);
+}
+
+static void blocking_acquire_is_woken_by_a_release_from_another_thread(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	check_blocking_acquire_is_woken_by_releases(&s);
+}
+
+static void strict_blocking_acquire_is_woken_by_a_release_from_another_thread(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
+	check_blocking_acquire_is_woken_by_releases(&s);
+}
+
+/* Both modes: close wakes a blocked acquirer with the error. */
+static void check_blocking_acquire_is_woken_by_close(sb_semaphore *s)
+{
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "blocking acquire woken by close");
+	blocking_arg a = { .sem = s };
+	atomic_init(&a.started, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
+	/* white box: bit 2 of the state word means "someone is queued" */
+	while (!(atomic_load(&s->q.state) & 4))
+		sched_yield();
+	sb_semaphore_close(s);
+	pthread_join(t, NULL);
+	assert_int_equal(a.result, -ESHUTDOWN);
 	sb_watchdog_stop(&wd);
 }
 
 static void blocking_acquire_is_woken_by_close(void **state)
 {
 	(void)state;
-	sb_watchdog wd;
-	sb_watchdog_start(&wd, 60, "blocking acquire woken by close");
 	sb_semaphore s = SB_SEMAPHORE_INIT(0);
-	blocking_arg a = { .sem = &s };
-	atomic_init(&a.started, 0);
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, blocking_acquirer, &a), 0);
-	/* white box: bit 2 of the state word means "someone is queued" */
-	while (!(atomic_load(&s.q.state) & 4))
-		sched_yield();
+	check_blocking_acquire_is_woken_by_close(&s);
+}
+
+static void strict_blocking_acquire_is_woken_by_close(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
+	check_blocking_acquire_is_woken_by_close(&s);
+}
+
+/* --- eventually fair mode (the default) --- */
+
+/*
+ * The library's clock, moved by hand (src/clock.h), installed for every test
+ * (main), so that the bound is crossed when a test says and never because
+ * the test was descheduled.
+ */
+static uint64_t fake_now = 1000;
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+/* How often a release compares a timed queue with the bound (src/fairness.h). */
+enum { RELEASES_PER_CHECK = 16 };
+
+/* Queues `n` acquires of `permits[i]` on `s`, in order, each pending. */
+static void queue_acquires(sb_semaphore *s, int n, const size_t *permits, sb_semaphore_acquire *f,
+			   counting_waker *c)
+{
+	for (int i = 0; i < n; i++) {
+		counting_waker_init(&c[i]);
+		sb_semaphore_acquire_init(&f[i], s, permits[i]);
+		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
+	}
+}
+
+static void init_functions_choose_the_mode(void **state)
+{
+	(void)state;
+	sb_semaphore s;
+	assert_int_equal(sb_semaphore_init_fifo(&s, 2), 0);
+	assert_int_equal(s.mode, SB_SEMAPHORE_FIFO);
+	assert_int_equal(sb_semaphore_available(&s), 2);
+	assert_int_equal(sb_semaphore_init(&s, 2), 0);
+	assert_int_equal(s.mode, 0);
+	assert_int_equal(sb_semaphore_init_fifo(&s, SB_SEMAPHORE_MAX_PERMITS + 1), -EINVAL);
+	assert_int_equal(s.mode, 0); /* unchanged */
+	static sb_semaphore fifo = SB_SEMAPHORE_INIT_FIFO(3);
+	assert_int_equal(fifo.mode, SB_SEMAPHORE_FIFO);
+	assert_int_equal(sb_semaphore_available(&fifo), 3);
+}
+
+/*
+ * Within the bound, a newcomer takes a released permit past the woken head
+ * (try_acquire and a first poll alike); the head keeps its place and is
+ * woken again by the next release.
+ */
+static void a_newcomer_takes_free_permits_past_a_woken_head_within_the_bound(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* woken, not handed the permit */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* a barger */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* lost: still first */
+	fake_now += SB_FAIRNESS_BOUND_NS; /* at the bound, not past it */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c[0].wakes), 2);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_noop(&late), 0); /* a first poll barges too */
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the barger's */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the late one's */
+	assert_int_equal(atomic_load(&c[1].wakes), 0); /* only the head is woken */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(atomic_load(&c[1].wakes), 1); /* the permit left wakes the next */
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), 2);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * Past the bound, releases hand their permits to the queue in order, to
+ * every waiter queued when the phase began, and nobody barges meanwhile; a
+ * waiter that queues during the phase is not covered, and is woken (not
+ * handed the permit) after it.
+ */
+static void past_the_bound_releases_hand_permits_to_the_queue_in_order(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[3];
+	counting_waker c[3];
+	const size_t ones[3] = { 1, 1, 1 };
+	queue_acquires(&s, 3, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes the queue: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: f[0] is handed it */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during the phase */
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN); /* handed over */
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+	}
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase is over */
+	assert_int_equal(atomic_load(&cl.wakes), 1);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* free: a barger takes it */
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&late, &cl), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live) + atomic_load(&c[2].live) +
+				 atomic_load(&cl.live),
+			 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * A waiter that queued during a phase waited through part of it: the
+ * phase's last handoff times it half a bound back (src/fairness.h), so
+ * bargers pass it for half a bound after the phase, not a whole one.
+ */
+static void a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: f[0] */
+	counting_waker cl;
+	counting_waker_init(&cl);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_with(&late, &cl), SB_PENDING); /* queues during it */
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* f[1]: the phase ends */
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	fake_now += SB_FAIRNESS_BOUND_NS / 2 + 1;
+	int releases = 0;
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* handed to `late` */
+	}
+	assert_int_equal(poll_with(&late, &cl), 0);
+	assert_int_equal(sb_semaphore_release(&s, 4), 0); /* 1 barger, f[0], f[1], late */
+	assert_int_equal(sb_semaphore_available(&s), 4);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live) + atomic_load(&cl.live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * A queue served in order is never timed: releases wake one head after the
+ * other and each takes its permit itself, however long they all wait.
+ */
+static void waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[3];
+	counting_waker c[3];
+	const size_t ones[3] = { 1, 1, 1 };
+	queue_acquires(&s, 3, ones, f, c);
+	for (int i = 0; i < 3; i++) {
+		fake_now += 10 * (uint64_t)SB_FAIRNESS_BOUND_NS;
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		if (i + 1 < 3)
+			assert_int_equal(atomic_load(&c[i + 1].wakes), 0);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+	}
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * A 3-permit head against a stream of 1-permit acquirers that take every
+ * released permit: within the bound they pass it and it is never woken;
+ * once it is past the bound, a release within the next 16 starts a phase,
+ * the releases gather for it as partial grants while the stream gets
+ * nothing, and the third completes it.
+ */
+static void a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire big;
+	counting_waker cb;
+	const size_t three = 3;
+	queue_acquires(&s, 1, &three, &big, &cb);
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+		fake_now += SB_FAIRNESS_BOUND_NS / 100; /* 40 of them: inside the bound */
+	}
+	assert_int_equal(atomic_load(&cb.wakes), 0);
+	fake_now += SB_FAIRNESS_BOUND_NS;
+	int releases = 0;
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* that release went to the head */
+	}
+	assert_int_equal(atomic_load(&cb.wakes), 0); /* 1 of 3 */
+	assert_int_equal(poll_with(&big, &cb), SB_PENDING);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(atomic_load(&cb.wakes), 0); /* 2 of 3 */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&cb.wakes), 1);
+	assert_int_equal(poll_with(&big, &cb), 0);
+	assert_int_equal(atomic_load(&cb.live), 0);
+	/* the phase ended with the queue: the stream runs again */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * 0 means "not timed" (src/fairness.h): a pass when the clock reads 0 still
+ * times the queue, so the bound runs from it.
+ */
+static void a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same(void **state)
+{
+	(void)state;
+	uint64_t saved = fake_now;
+	fake_now = 0;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it at 0 */
+	fake_now = SB_FAIRNESS_BOUND_NS + 2; /* (stamped 1: past the bound from there) */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: f[0] handed it */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+	fake_now = saved;
+}
+
+/*
+ * A woken head owed more than the phase has freed yet gathers the permits
+ * where bargers could take them outside a phase: during the phase nobody
+ * takes them, and the release that covers it completes it (no second wake:
+ * its waker was spent by the first).
+ */
+static void during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t permits[2] = { 3, 1 };
+	queue_acquires(&s, 2, permits, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 3), 0); /* wakes f[0] */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 2), 0); /* leaves it short: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase: 2 of 3 gathered */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(poll_noop(&late), SB_PENDING); /* a first poll neither */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* covers it */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase goes on to f[1] */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	sb_semaphore_acquire_cancel(&late);
+	assert_int_equal(sb_semaphore_release(&s, 2 + 3 + 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 6);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * Starts a phase with `big` (3 permits, then 1 granted) at the head and
+ * `small` (1) behind it: returns with the phase running.
+ */
+static void phase_with_a_partly_granted_head(sb_semaphore *s, sb_semaphore_acquire *f, counting_waker *c)
+{
+	const size_t permits[2] = { 3, 1 };
+	queue_acquires(s, 2, permits, f, c);
+	assert_int_equal(sb_semaphore_release(s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(s, 1), 0); /* passes the head: timed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	assert_int_equal(sb_semaphore_release(s, 1), 0); /* the phase: 1 of 3 */
+	assert_int_equal(sb_semaphore_try_acquire(s, 1), -EAGAIN);
+	assert_int_equal(atomic_load(&c[0].wakes) + atomic_load(&c[1].wakes), 0);
+}
+
+static void fair_cancel_after_a_partial_grant_passes_the_permits_on(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	phase_with_a_partly_granted_head(&s, f, c);
+	sb_semaphore_acquire_cancel(&f[0]); /* its 1 goes to small, in the phase */
+	assert_int_equal(atomic_load(&c[0].drops), 1);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void fair_cancel_after_a_full_grant_passes_the_permits_on(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	phase_with_a_partly_granted_head(&s, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0); /* big complete */
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	sb_semaphore_acquire_cancel(&f[0]); /* granted, never observed: 3 go on */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_available(&s), 2); /* the rest, the queue empty */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 3);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/* A woken head that never tried: its cancel wakes the next waiter instead. */
+static void fair_cancel_of_a_woken_waiter_passes_the_wake_on(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
+	sb_semaphore_acquire_cancel(&f[0]);
+	assert_int_equal(atomic_load(&c[0].drops), 0); /* its waker was spent by the wake */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/* The only waiter, woken and cancelled: the permit goes back to the counter. */
+static void fair_cancel_of_the_only_woken_waiter_returns_the_permit_to_the_counter(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f;
+	counting_waker c;
+	const size_t two = 2;
+	queue_acquires(&s, 1, &two, &f, &c);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(atomic_load(&c.wakes), 1);
+	assert_int_equal(sb_semaphore_available(&s), 0); /* set aside for it */
+	sb_semaphore_acquire_cancel(&f);
+	assert_int_equal(sb_semaphore_available(&s), 2);
+	assert_int_equal(atomic_load(&c.live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/* Close completes a woken head with the error and returns the free permits. */
+static void fair_close_completes_a_woken_head_and_returns_the_free_permits(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t permits[2] = { 2, 1 };
+	queue_acquires(&s, 2, permits, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 2), 0);
+	assert_int_equal(atomic_load(&c[0].wakes), 1);
 	sb_semaphore_close(&s);
-	pthread_join(t, NULL);
-	assert_int_equal(a.result, -ESHUTDOWN);
-	sb_watchdog_stop(&wd);
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* spent: not woken again */
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), -ESHUTDOWN);
+	assert_int_equal(poll_with(&f[1], &c[1]), -ESHUTDOWN);
+	assert_int_equal(sb_semaphore_available(&s), 2);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/* A woken head re-polled with a new waker drops neither waker twice. */
+static void a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	counting_waker fresh;
+	counting_waker_init(&fresh);
+	assert_int_equal(poll_with(&f[0], &fresh), SB_PENDING); /* re-armed with `fresh` */
+	assert_int_equal(atomic_load(&c[0].live), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(atomic_load(&fresh.wakes), 1);
+	assert_int_equal(poll_with(&f[0], &fresh), 0);
+	assert_int_equal(atomic_load(&fresh.live), 0);
+	sb_semaphore_acquire_cancel(&f[1]);
+	assert_int_equal(atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), 1);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
 }
 
 /* A never-initialised future is bad input, not a completed one. */
@@ -752,8 +1225,25 @@ int main(void)
 		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
 		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),
 		cmocka_unit_test(blocking_acquire_is_woken_by_close),
+		cmocka_unit_test(strict_blocking_acquire_is_woken_by_a_release_from_another_thread),
+		cmocka_unit_test(strict_blocking_acquire_is_woken_by_close),
+		cmocka_unit_test(init_functions_choose_the_mode),
+		cmocka_unit_test(a_newcomer_takes_free_permits_past_a_woken_head_within_the_bound),
+		cmocka_unit_test(past_the_bound_releases_hand_permits_to_the_queue_in_order),
+		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
+		cmocka_unit_test(a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it),
+		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
+		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
+		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),
+		cmocka_unit_test(fair_cancel_after_a_partial_grant_passes_the_permits_on),
+		cmocka_unit_test(fair_cancel_after_a_full_grant_passes_the_permits_on),
+		cmocka_unit_test(fair_cancel_of_a_woken_waiter_passes_the_wake_on),
+		cmocka_unit_test(fair_cancel_of_the_only_woken_waiter_returns_the_permit_to_the_counter),
+		cmocka_unit_test(fair_close_completes_a_woken_head_and_returns_the_free_permits),
+		cmocka_unit_test(a_woken_waiter_repolled_with_a_new_waker_drops_neither_twice),
 		cmocka_unit_test(a_queued_acquire_whose_waker_clone_releases_a_permit_does_not_deadlock),
 		cmocka_unit_test(repolling_with_a_new_waker_whose_clone_releases_a_permit_does_not_deadlock),
 	};
+	sb__clock_set(fake_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,14 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * syncband/semaphore.h - an async counting semaphore with strict FIFO.
+ * syncband/semaphore.h - an async counting semaphore: eventually fair by
+ * default, strict FIFO on request.
  *
+ * Eventually fair (SB_SEMAPHORE_INIT, sb_semaphore_init), the default: for
+ * throughput, with the mutex's contract and bound.
+ *   - An acquire (or try_acquire) may take free permits while others wait
+ *     ("barging").  Waiters keep FIFO order: a release with waiters wakes
+ *     the oldest once there are enough free permits for it; if a barger
+ *     takes them first, it keeps its place at the front.  A first waiter
+ *     owed one permit is handed it by the next release, as in strict mode.
+ *   - Bounded: once bargers have passed the oldest waiter for longer than
+ *     SB_FAIRNESS_BOUND_NS (<syncband/future.h>), releases hand their
+ *     permits to the queue in order, accumulating partial grants for a
+ *     multi-permit head, until every waiter queued at that point is served
+ *     (a handoff phase).  So a stream of small requests cannot starve a
+ *     large one.
+ *
+ * Strict FIFO (SB_SEMAPHORE_INIT_FIFO, sb_semaphore_init_fifo): when the
+ * order of acquisition is part of the contract.
  *   - Waiters are served strictly in arrival order.  A multi-permit waiter at
  *     the head collects partial grants and blocks smaller requests behind it.
  *   - release() hands permits directly to the head waiter, never through the
  *     counter while anyone waits, so nobody can barge; try_acquire() never
  *     takes permits past a queued waiter.
+ *
+ * Both modes:
  *   - Cancelling a waiter returns what it was granted (partly or fully) to the
- *     next waiter, or to the counter when nobody waits.
+ *     next waiter, or to the counter when nobody waits; cancelling a woken
+ *     one passes the wake on.
  *   - close() completes every waiter with -ESHUTDOWN (partial grants go back
  *     to the counter) and makes later acquires fail the same way; release()
  *     keeps working, so holders can still return permits.
@@ -25,7 +45,8 @@
  * Errors (negative errno; every error leaves the semaphore unchanged)
  *   -EINVAL      a count above SB_SEMAPHORE_MAX_PERMITS asked of init or acquire
  *   -EOVERFLOW   release() would take the count past SB_SEMAPHORE_MAX_PERMITS
- *   -EAGAIN      try_acquire(): not enough permits, or someone is queued
+ *   -EAGAIN      try_acquire(): not enough permits, or (strict FIFO mode, or
+ *                a handoff phase) someone is queued
  *   -ESHUTDOWN   the semaphore is closed (acquires only)
  *   -EBUSY       destroy() while futures are queued
  *   -ETIMEDOUT   acquire_blocking() ran out of time
@@ -43,9 +64,17 @@ extern "C" {
 /* Well below SIZE_MAX, so that a count plus a request never wraps. */
 #define SB_SEMAPHORE_MAX_PERMITS (SIZE_MAX >> 5)
 
-/* 24 bytes on 64-bit targets.  Fields are private. */
+/* sb_semaphore.mode: strict FIFO (see the top of the file). */
+#define SB_SEMAPHORE_FIFO 1u
+
+/* 48 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_semaphore {
-	sb_waitq q; /* state word: see below */
+	sb_waitq q;              /* state word: see below */
+	uint32_t handoff_left;   /* guarded by q's lock: see src/semaphore.c */
+	uint16_t mode;           /* 0 or SB_SEMAPHORE_FIFO, fixed at init */
+	uint16_t releases_timed; /* guarded by q's lock */
+	size_t spare;            /* guarded by q's lock */
+	uint64_t passed_since;   /* guarded by q's lock */
 } sb_semaphore;
 
 /*
@@ -54,7 +83,8 @@ typedef struct sb_semaphore {
  *   bit 3     SB_SEMAPHORE_STATE_CLOSED   close() was called
  *   bits 4-   the permits in the counter, one SB_SEMAPHORE_STATE_COUNT_ONE
  *             each; 0 while anyone waits, when the field holds a lone
- *             waiter's address instead (NONEMPTY set)
+ *             waiter's address instead (NONEMPTY set), and free permits
+ *             (eventually fair mode) are kept under the queue's lock
  *
  * So permits can be taken lock-free when neither CLOSED nor NONEMPTY is set
  * and the count is high enough, and released lock-free when neither HELD nor
@@ -64,8 +94,14 @@ typedef struct sb_semaphore {
 #define SB_SEMAPHORE_STATE_COUNT_SHIFT (SB_WAITQ_STATE_SHIFT + 1)
 #define SB_SEMAPHORE_STATE_COUNT_ONE (SB_CAST(size_t, 1) << SB_SEMAPHORE_STATE_COUNT_SHIFT)
 
-/* Static initialiser for a semaphore with `n` permits (n <= the maximum). */
-#define SB_SEMAPHORE_INIT(n) { SB_WAITQ_INIT(SB_CAST(size_t, n) << SB_SEMAPHORE_STATE_COUNT_SHIFT) }
+/*
+ * Static initialisers for a semaphore with `n` permits (n <= the maximum):
+ * eventually fair, and strict FIFO.
+ */
+#define SB_SEMAPHORE_INIT(n) \
+	{ SB_WAITQ_INIT(SB_CAST(size_t, n) << SB_SEMAPHORE_STATE_COUNT_SHIFT), 0, 0, 0, 0, 0 }
+#define SB_SEMAPHORE_INIT_FIFO(n) \
+	{ SB_WAITQ_INIT(SB_CAST(size_t, n) << SB_SEMAPHORE_STATE_COUNT_SHIFT), 0, SB_SEMAPHORE_FIFO, 0, 0, 0 }
 
 /*
  * 64 bytes on 64-bit targets, 16-byte aligned (a lone waiter's address is
@@ -79,8 +115,14 @@ typedef struct sb_semaphore_acquire {
 	int status;
 } sb_semaphore_acquire;
 
-/* Returns 0, or -EINVAL when permits > SB_SEMAPHORE_MAX_PERMITS. */
+/*
+ * Initialises an eventually fair semaphore.  Returns 0, or -EINVAL when
+ * permits > SB_SEMAPHORE_MAX_PERMITS.
+ */
 SB_API int sb_semaphore_init(sb_semaphore *s, size_t permits);
+
+/* The same for a strict-FIFO semaphore. */
+SB_API int sb_semaphore_init_fifo(sb_semaphore *s, size_t permits);
 
 /*
  * Returns 0, or -EBUSY when futures are still queued (the semaphore stays
@@ -132,8 +174,10 @@ static inline bool sb__semaphore_may_give(size_t state, size_t n)
 }
 
 /*
- * Takes `n` permits if they are available and nobody is queued.  Returns 0,
- * -EAGAIN, -ESHUTDOWN, or -EINVAL (n above the maximum).  n == 0 succeeds
+ * Takes `n` permits if they are available: in strict FIFO mode only when
+ * nobody is queued; in eventually fair mode also past queued futures, unless
+ * a handoff phase runs.  Returns 0, -EAGAIN, -ESHUTDOWN, or -EINVAL (n above
+ * the maximum).  n == 0 succeeds
  * unless closed.  Acquire ordering on success.  Never waits.  Inline: one
  * CAS when the permits are there.
  */
@@ -150,8 +194,10 @@ SB_INLINE int sb_semaphore_try_acquire(sb_semaphore *s, size_t n)
 }
 
 /*
- * Adds `n` permits, serving queued futures first in FIFO order and waking the
- * ones it completes (after its internal lock is released).  Returns 0, or
+ * Adds `n` permits.  With futures queued: strict FIFO mode (or a handoff
+ * phase) hands them to the queue in order and wakes the ones it completes;
+ * eventually fair mode otherwise frees them and wakes the oldest if they are
+ * enough for it (wakes run after the internal lock is released).  Returns 0, or
  * -EOVERFLOW (nothing changed).  Release ordering.  Never waits.  Inline:
  * one CAS when nobody waits.
  */
@@ -183,8 +229,10 @@ SB_INLINE void sb_semaphore_acquire_init(sb_semaphore_acquire *f, sb_semaphore *
 
 /*
  * Drives the acquire: 0 when the permits are the caller's, SB_PENDING when
- * queued (the waker will be woken once), -ESHUTDOWN, or -EINVAL (n above the
- * maximum).  n == 0 completes at once.  Acquire ordering on completion.
+ * queued (the waker will be woken once per registration; in eventually fair
+ * mode a woken future may find that a barger took the permits and return
+ * SB_PENDING again, keeping its place at the front), -ESHUTDOWN, or -EINVAL
+ * (n above the maximum).  n == 0 completes at once.  Acquire ordering on completion.
  * Inline: a first poll that finds the permits takes them with one CAS, and a
  * later poll that finds them granted is one load.
  */
@@ -211,7 +259,7 @@ SB_INLINE int sb_semaphore_acquire_poll(sb_semaphore_acquire *f, const sb_waker 
 /*
  * Abandons the acquire.  A queued future leaves the queue and its partial
  * grant goes to the next waiter; a future whose permits were granted but not
- * yet observed by poll returns them.  Drops the registered waker.  A future
+ * yet observed by poll returns them; a woken one passes the wake on.  Drops the registered waker.  A future
  * that completed (poll returned 0 or an error) is left alone: permits it
  * returned 0 for belong to the caller, who releases them.
  */

@@ -3,7 +3,9 @@
  * fuzz_semaphore - model-based fuzzing of sb_semaphore (see fuzz_common.h;
  * the future lifecycle is fuzz_lifecycle.h's).
  *
- * Reference model (include/syncband/semaphore.h):
+ * Reference model (include/syncband/semaphore.h), for both modes (bit 1 of
+ * the first input byte picks strict FIFO) and a clock the input moves
+ * (OP_TIME).  Strict FIFO:
  *   count     permits in the counter (may exceed the maximum only through a
  *             cancelled, fully granted future returning its permits, and
  *             saturates at COUNT_CAP = 2 * MAX + 1 instead of wrapping)
@@ -30,11 +32,33 @@
  *   destroy      -EBUSY while queued (and the semaphore keeps working)
  *   available    count; is_closed: closed
  *
+ * Eventually fair (src/semaphore.c, src/fairness.h), on top of that:
+ *   lone      a first waiter owed exactly one permit waits outside the queue;
+ *             a release hands it its permit (the rest to the counter), and
+ *             whatever takes the queue's lock (a second waiter, its re-poll
+ *             with another waker, close) moves it into the queue
+ *   spare     free permits while the queue (not a lone waiter) is non-empty;
+ *             to the counter whenever the queue empties
+ *   woken     the head, woken once `spare` covered it (its partial grant, if
+ *             any, moved into `spare`): its next poll takes its permits from
+ *             `spare`, or re-registers at the front
+ *   barging   try_acquire and a first poll take from `spare` past the queue,
+ *             unless a phase runs; leaving the head short times the queue
+ *             (passed, once), as does a woken head that finds too few
+ *   release   adds to `spare`; a timed queue is compared with the bound at
+ *             every 16th such release; past it, a phase covers everyone then
+ *             queued: `spare` goes to the queue in order (partial grants; a
+ *             woken head gathers it in `spare`), each waiter served counting
+ *             one off, the last stamping the queue half a bound back
+ *   cancel    a partial grant goes to `spare` (a woken one holds none)
+ *
  * Input: a sequence of operations, one opcode byte (see `ops` below) and its
  * argument bytes each.  tests/fuzz/make_seeds.py writes the seed corpus with
  * the same encoding.
  */
 #include "fuzz_lifecycle.h"
+
+#include "clock.h"
 
 #define MAXP SB_SEMAPHORE_MAX_PERMITS
 #define COUNT_CAP (2 * MAXP + 1)
@@ -51,7 +75,22 @@ static struct {
 	size_t count;
 	bool closed;
 	fz_queue q;
+	bool fifo;
+	/* eventually fair mode */
+	bool lone[FZ_NALL];
+	bool woken[FZ_NALL];
+	size_t spare;
+	uint32_t handoff;
+	uint64_t passed_since; /* 0: not timed */
+	uint16_t releases_timed;
+	uint64_t now;
 } M;
+
+/* The library's clock is the model's (src/clock.h). */
+static uint64_t model_clock(void)
+{
+	return M.now;
+}
 
 static size_t permit_value(uint8_t v)
 {
@@ -101,10 +140,136 @@ static void m_grant(size_t n)
 		M.count = M.count > COUNT_CAP - n ? COUNT_CAP : M.count + n;
 }
 
+/* ------------------------------------------- the eventually fair mode */
+
+static size_t fit(size_t count, size_t n)
+{
+	return n > COUNT_CAP - count ? COUNT_CAP - count : n;
+}
+
+static size_t owed_of(int h)
+{
+	return M.woken[h] ? A[h].n : A[h].owed;
+}
+
+static void f_time_pass(void)
+{
+	if (M.passed_since)
+		return;
+	M.passed_since = M.now ? M.now : 1;
+	M.releases_timed = 0;
+}
+
+/* A phase served a waiter: after its last, the queue is timed half a bound back. */
+static void f_served(void)
+{
+	const uint64_t credit = SB_FAIRNESS_BOUND_NS - SB_FAIRNESS_BOUND_NS / 2;
+	if (--M.handoff != 0 && M.q.len > 0)
+		return;
+	M.handoff = 0;
+	M.passed_since = M.q.len == 0 ? 0 : (M.now > credit ? M.now - credit : 1);
+	M.releases_timed = 0;
+}
+
+/* The end of every locked step: feed a phase, wake a covered head, or empty. */
+static void f_unlock(void)
+{
+	while (M.handoff && M.spare && M.q.len > 0) {
+		int h = M.q.q[0];
+		if (M.woken[h]) {
+			if (A[h].n > M.spare)
+				break;
+			M.spare -= A[h].n;
+			fz_q_remove(&M.q, h);
+			M.woken[h] = false;
+			fz_complete_woken(h, 0);
+		} else if (A[h].owed > M.spare) {
+			A[h].owed -= M.spare;
+			M.spare = 0;
+			break;
+		} else {
+			M.spare -= A[h].owed;
+			A[h].owed = 0;
+			fz_q_remove(&M.q, h);
+			fz_complete(h, 0);
+		}
+		f_served();
+	}
+	if (M.q.len == 0) {
+		M.count += fit(M.count, M.spare);
+		M.spare = 0;
+		M.handoff = 0;
+		M.passed_since = 0;
+		return;
+	}
+	int h = M.q.q[0];
+	if (M.handoff || M.woken[h] || A[h].owed > M.spare)
+		return;
+	M.spare += A[h].n - A[h].owed;
+	A[h].owed = A[h].n;
+	M.woken[h] = true;
+	fz_wake_registered(h);
+}
+
+/* A newcomer takes n from `spare` past the queue, if it may. */
+static bool f_barge(size_t n)
+{
+	if (M.handoff || M.spare < n)
+		return false;
+	M.spare -= n;
+	if (M.q.len > 0 && M.spare < owed_of(M.q.q[0]))
+		f_time_pass();
+	return true;
+}
+
+/* Whatever takes the queue's lock moves a lone waiter into the queue. */
+static void f_adopt(void)
+{
+	if (M.q.len == 1 && M.lone[M.q.q[0]])
+		M.lone[M.q.q[0]] = false;
+}
+
+static bool f_is_lone(void)
+{
+	return M.q.len == 1 && M.lone[M.q.q[0]];
+}
+
+/* release(n), 0 < n, `checked` by the maximum: the result. */
+static int f_release(size_t n, bool checked)
+{
+	if (f_is_lone()) { /* one permit pays it, the rest to the counter */
+		int h = M.q.q[0];
+		fz_q_remove(&M.q, h);
+		M.lone[h] = false;
+		A[h].owed = 0;
+		fz_complete(h, 0);
+		M.count = n - 1;
+		return 0;
+	}
+	if (M.q.len == 0) {
+		if (checked && M.count > MAXP - n)
+			return -EOVERFLOW;
+		M.count += checked ? n : fit(M.count, n);
+		return 0;
+	}
+	if (checked && M.spare > MAXP - n)
+		return -EOVERFLOW;
+	M.spare += fit(M.spare, n);
+	if (!M.handoff && M.passed_since && M.releases_timed++ % 16 == 0 &&
+	    M.now - M.passed_since > SB_FAIRNESS_BOUND_NS)
+		M.handoff = (uint32_t)M.q.len;
+	f_unlock();
+	return 0;
+}
+
 static void step_end(void)
 {
 	fz_step_check_wakers();
 	FZ_ASSERT_MODEL(M.q.len == 0 || M.count == 0);
+	FZ_ASSERT_MODEL(M.q.len > 0 || M.spare == 0);
+	/* Eventually fair, no phase: a head `spare` covers has been woken. */
+	FZ_ASSERT_MODEL(M.fifo || M.handoff || M.q.len == 0 || M.woken[M.q.q[0]] ||
+			A[M.q.q[0]].owed > M.spare);
 	FZ_EXPECT_SIZE("sb_semaphore_available", M.count, sb_semaphore_available(sem));
 	FZ_EXPECT("sb_semaphore_is_closed", M.closed, sb_semaphore_is_closed(sem));
 }
@@ -112,6 +277,8 @@ static void step_end(void)
 static void acquire_init(void *f, int s)
 {
 	sb_semaphore_acquire_init(f, sem, A[s].n);
+	M.lone[s] = false;
+	M.woken[s] = false;
 }
 
 static int first_poll(int s)
@@ -127,6 +294,24 @@ static int first_poll(int s)
 		M.count -= n;
 		return 0;
 	}
+	if (!M.fifo && M.q.len > 0) {
+		f_adopt();
+		if (f_barge(n)) { /* under the lock, before it clones its waker */
+			f_unlock();
+			return 0;
+		}
+		A[s].owed = n;
+		fz_q_push(&M.q, s);
+		f_unlock();
+		return SB_PENDING;
+	}
+	if (!M.fifo && n - M.count == 1) { /* waits alone, having taken n - 1 */
+		A[s].owed = 1;
+		M.count = 0;
+		M.lone[s] = true;
+		fz_q_push(&M.q, s);
+		return SB_PENDING;
+	}
 	if (M.q.len == 0) {
 		A[s].owed = n - M.count; /* the first waiter takes a partial grant */
 		M.count = 0;
@@ -137,17 +322,72 @@ static int first_poll(int s)
 	return SB_PENDING;
 }
 
-/* Its partial grant goes on in FIFO order. */
+/* A queued future's later poll: eventually fair, a woken head retries. */
+static int queued_poll(int s, fz_wid w)
+{
+	if (!M.woken[s]) {
+		if (M.lone[s] && !(fz_reg[s].vt == w.vt && fz_reg[s].ctr == w.ctr))
+			M.lone[s] = false; /* re-registering takes the lock */
+		fz_reregister(s, w);
+		return SB_PENDING;
+	}
+	/* The retry clones `w` only to re-register. */
+	M.woken[s] = false;
+	if (M.spare >= A[s].n) {
+		M.spare -= A[s].n;
+		A[s].owed = 0;
+		fz_q_remove(&M.q, s);
+		if (M.handoff)
+			f_served();
+		f_unlock();
+		return 0;
+	}
+	if (M.handoff) {
+		A[s].owed = A[s].n - M.spare; /* the phase's partial grant */
+		M.spare = 0;
+	} else {
+		A[s].owed = A[s].n;
+		f_time_pass(); /* a barger took what woke it */
+	}
+	fz_register(s, w);
+	f_unlock();
+	return SB_PENDING;
+}
+
+static bool woken(int s)
+{
+	return M.woken[s];
+}
+
+/* Its partial grant goes on in FIFO order (eventually fair: as the mode does). */
 static void cancel_queued(int s)
 {
-	m_grant(A[s].n - A[s].owed);
+	if (M.fifo) {
+		m_grant(A[s].n - A[s].owed);
+		return;
+	}
+	if (M.lone[s]) { /* withdrawn: what it took from the counter goes back */
+		M.lone[s] = false;
+		if (A[s].n > 1)
+			(void)f_release(A[s].n - 1, false);
+		return;
+	}
+	if (M.woken[s])
+		M.woken[s] = false; /* its waker was spent; the unlock passes the wake on */
+	else
+		M.spare += fit(M.spare, A[s].n - A[s].owed);
+	f_unlock();
 }
 
 /* A full grant nobody observed goes back (a close's -ESHUTDOWN holds none). */
 static void cancel_detached(int s)
 {
-	if (fz_slots[s].result == 0)
+	if (fz_slots[s].result != 0)
+		return;
+	if (M.fifo)
 		m_grant(A[s].n);
+	else
+		(void)f_release(A[s].n, false);
 }
 
 static const char *describe(int s)
@@ -167,6 +407,8 @@ static const fz_model model = {
 	.queue = &M.q,
 	.init = acquire_init,
 	.first_poll = first_poll,
+	.queued_poll = queued_poll,
+	.woken = woken,
 	.cancel_queued = cancel_queued,
 	.cancel_detached = cancel_detached,
 	.step_end = step_end,
@@ -178,8 +420,13 @@ static const fz_model model = {
 static void new_semaphore(size_t permits, bool static_init)
 {
 	sem = fz_xmalloc(sizeof *sem);
-	if (static_init) {
+	if (static_init && M.fifo) {
+		*sem = (sb_semaphore)SB_SEMAPHORE_INIT_FIFO(permits);
+	} else if (static_init) {
 		*sem = (sb_semaphore)SB_SEMAPHORE_INIT(permits);
+	} else if (M.fifo) {
+		int r = sb_semaphore_init_fifo(sem, permits);
+		FZ_EXPECT_RES("sb_semaphore_init_fifo", 0, r);
 	} else {
 		int r = sb_semaphore_init(sem, permits);
 		FZ_EXPECT_RES("sb_semaphore_init", 0, r);
@@ -188,6 +435,10 @@ static void new_semaphore(size_t permits, bool static_init)
 	M.count = permits;
 	M.closed = false;
 	M.q.len = 0;
+	M.spare = 0;
+	M.handoff = 0;
+	M.passed_since = 0;
+	M.releases_timed = 0;
 }
 
 static bool slot_busy(int s)
@@ -226,11 +477,14 @@ static void op_try_acquire(size_t n)
 		exp = -ESHUTDOWN;
 	else if (n == 0)
 		exp = 0;
-	else if (M.q.len > 0 || M.count < n)
-		exp = -EAGAIN;
-	else {
+	else if (M.q.len == 0 && M.count >= n) {
 		M.count -= n;
 		exp = 0;
+	} else if (M.fifo || M.q.len == 0 || f_is_lone()) {
+		exp = -EAGAIN;
+	} else {
+		exp = f_barge(n) ? 0 : -EAGAIN; /* under the lock */
+		f_unlock();
 	}
 	FZ_EXPECT_RES("sb_semaphore_try_acquire", exp, sb_semaphore_try_acquire(sem, n));
 	step_end();
@@ -244,6 +498,8 @@ static void op_release(size_t n)
 		exp = -EOVERFLOW;
 	else if (n == 0)
 		exp = 0;
+	else if (!M.fifo)
+		exp = f_release(n, true);
 	else if (M.q.len == 0 && M.count > MAXP - n)
 		exp = -EOVERFLOW;
 	else
@@ -256,13 +512,22 @@ static void op_close(void)
 {
 	fz_step_begin("close()");
 	M.closed = true;
-	size_t returned = 0;
+	size_t returned = M.spare;
+	M.spare = 0;
+	M.handoff = 0;
+	M.passed_since = 0;
+	f_adopt();
 	while (M.q.len > 0) {
 		int h = fz_q_pop(&M.q);
+		if (M.woken[h]) { /* its waker is spent */
+			M.woken[h] = false;
+			fz_complete_woken(h, -ESHUTDOWN);
+			continue;
+		}
 		returned += A[h].n - A[h].owed;
 		fz_complete(h, -ESHUTDOWN);
 	}
-	M.count += returned;
+	M.count += fit(M.count, returned);
 	sb_semaphore_close(sem);
 	step_end();
 }
@@ -279,7 +544,8 @@ static void op_destroy(size_t permits, bool static_init)
 	 * destroyed semaphore when cancelled; the caller must not destroy then. */
 	if (fz_any_slot(FS_DETACHED))
 		return;
-	fz_step_begin("destroy(), then %s(%s)%s", static_init ? "SB_SEMAPHORE_INIT" : "sb_semaphore_init",
+	fz_step_begin("destroy(), then %s%s(%s)%s", static_init ? "SB_SEMAPHORE_INIT" : "sb_semaphore_init",
+		      M.fifo ? (static_init ? "_FIFO" : "_fifo") : "",
 		      pname(permits > MAXP ? permits & 7 : permits),
 		      permits > MAXP ? ", after init(above the maximum) -> -EINVAL" : "");
 	FZ_EXPECT_RES("sb_semaphore_destroy", 0, sb_semaphore_destroy(sem));
@@ -296,17 +562,26 @@ static void op_destroy(size_t permits, bool static_init)
 	step_end();
 }
 
+/* The clock moves: a little, or past the fairness bound. */
+static void op_time(uint8_t how)
+{
+	uint64_t step = (how & 3) == 0 ? SB_FAIRNESS_BOUND_NS + 1 : (uint64_t)how * 1000;
+	fz_step_begin("clock + %llu ns", (unsigned long long)step);
+	M.now += step;
+	step_end();
+}
+
 /* ------------------------------------------------------------- the driver */
 
 enum {
-	OP_INIT = FZ_OP_FIRST_OWN, OP_TRY, OP_RELEASE, OP_CLOSE, OP_DESTROY, OP_CROWD,
+	OP_INIT = FZ_OP_FIRST_OWN, OP_TRY, OP_RELEASE, OP_CLOSE, OP_DESTROY, OP_CROWD, OP_TIME,
 };
 
 /* opcode byte % 20 -> operation: polls and releases are the common ones. */
 static const uint8_t ops[20] = {
 	OP_INIT, OP_INIT, OP_INIT, OP_POLL, OP_POLL, OP_POLL, OP_POLL, OP_CANCEL, OP_CANCEL,
 	OP_TRY, OP_TRY, OP_RELEASE, OP_RELEASE, OP_RELEASE, OP_CLOSE, OP_DESTROY, OP_CROWD,
-	OP_CANCEL_CROWD, OP_POLL_ALL, OP_RELEASE,
+	OP_CANCEL_CROWD, OP_POLL_ALL, OP_TIME,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -317,8 +592,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_reset_slots();
 
 	uint8_t b0 = fz_byte(&in);
+	M.fifo = b0 & 2;
+	M.now = 1000;
+	sb__clock_set(model_clock);
 	size_t permits = permit_value(fz_byte(&in));
-	fz_step_begin("semaphore %s(%s)%s", (b0 & 1) ? "SB_SEMAPHORE_INIT" : "sb_semaphore_init",
+	fz_step_begin("semaphore %s%s(%s)%s", (b0 & 1) ? "SB_SEMAPHORE_INIT" : "sb_semaphore_init",
+		      M.fifo ? ((b0 & 1) ? "_FIFO" : "_fifo") : "",
 		      pname(permits > MAXP ? permits & 7 : permits),
 		      permits > MAXP ? ", after init(above the maximum) -> -EINVAL" : "");
 	if (permits > MAXP) {
@@ -359,6 +638,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_crowd(&slot_ops, 1 + k % FZ_NCROWD, v, fz_byte(&in));
 			break;
 		}
+		case OP_TIME:
+			op_time(fz_byte(&in));
+			break;
 		default:
 			fz_shared_op(&slot_ops, &in, kind);
 			break;

@@ -102,6 +102,23 @@ def semaphore_seeds():
             ("CROWD", 33, P(1), SHARED1_A), ("RELEASE", P(8)), ("RELEASE", P("100")),
             ("POLL_ALL", OWN_A), ("CROWD", 33, P(2), OWN_A), ("CLOSE",),
             ("CANCEL_CROWD", 1)]),
+        # Strict FIFO (header bit 1): the partial grant passes on in order.
+        "fifo-partial-grant-cancel": ([2, P(2)], [
+            ("INIT", 0, P(5)), ("POLL", 0, OWN_A), ("INIT", 1, P(1)), ("POLL", 1, SHARED1_A),
+            ("RELEASE", P(1)), ("TRY", P(1)), ("CANCEL", 0), ("POLL", 1, OWN_A),
+            ("TRY", P(2)), ("POLL", 0, OWN_A)]),
+        # Eventually fair: a 3-permit head passed by 1-permit bargers, then
+        # past the bound (TIME 0): releases gather for it in a phase.
+        "fair-phase-multi-permit": ([0, P(0)], [
+            ("INIT", 0, P(3)), ("POLL", 0, OWN_A), ("INIT", 1, P(1)), ("POLL", 1, OWN_B),
+            ("RELEASE", P(1)), ("TRY", P(1)), ("TIME", 0), ("RELEASE", P(1)),
+            ("TRY", P(1)), ("RELEASE", P(2)),
+            ("POLL", 0, OWN_A), ("RELEASE", P(1)), ("POLL", 1, OWN_B), ("CANCEL", 0)]),
+        # Eventually fair: a woken head loses to a barger, is woken again.
+        "fair-woken-head": ([0, P(0)], [
+            ("INIT", 0, P(1)), ("POLL", 0, OWN_A), ("INIT", 1, P(1)), ("POLL", 1, OWN_B),
+            ("RELEASE", P(1)), ("TRY", P(1)), ("POLL", 0, OWN_B), ("RELEASE", P(1)),
+            ("CANCEL", 0), ("POLL", 1, OWN_B), ("CLOSE",)]),
         # Defect: two granted-but-unobserved futures cancelled while the
         # counter is near the maximum: the count field wraps (permits lost).
         "repro-count-wraps-on-cancel": ([0, P(0)], [
@@ -515,6 +532,9 @@ def broadcast_seeds():
             ("BAD", 0x84), ("BAD", 0x85), ("BAD", 0x86), ("BAD", 0x87), ("BAD", 0x88),
             ("BAD", 0x89), ("BLOCKING", 0), ("BLOCKING", 1), ("TRY_SEND",), ("BLOCKING", 1),
             ("UNSUBSCRIBE", 0), ("DESTROY", 0x13)]),
+    }
+
+
 def watch_seeds():
     # Slot s watches receiver s % 3; receivers 0 and 1 start subscribed.
     return {

@@ -41,7 +41,7 @@ enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 static const uint64_t BOUND = SB_MUTEX_FAIRNESS_BOUND_NS;
 /* After a phase, lockers get half a bound before its newcomers are handed
- * the mutex (src/mutex.c, MUTEX_PHASE_GAP_NS). */
+ * the mutex (src/fairness.h, SB_FAIR_PHASE_GAP_NS). */
 static const uint64_t GAP = SB_MUTEX_FAIRNESS_BOUND_NS / 2;
 /* A passed head is compared with the bound at every 16th unlock. */
 enum { UNLOCKS_PER_CHECK = 16 };

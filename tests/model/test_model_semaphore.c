@@ -4,9 +4,20 @@
  * cancel, close and try_acquire racing registrations, the lone waiter and the
  * queue, a blocking acquire, a grant that saturates the counter, an inline
  * CAS that fails spuriously, a waker clone that re-enters; the
- * read-modify-writes of its uncontended paths and handoffs.
+ * read-modify-writes of its uncontended paths and handoffs.  Every scenario
+ * runs on an eventually fair semaphore (the default) and on a strict-FIFO
+ * one ("fifo semaphore: ..."), the mode chosen by the set being explored.
  */
 #include "model_common.h"
+
+/* The mode of the semaphores the scenarios create: set by the test running them. */
+static bool sem_fifo;
+
+static void sem_init_mode(sb_semaphore *s, size_t permits)
+{
+	model_now = MODEL_CLOCK_START; /* the same time in every execution */
+	MODEL_CHECK((sem_fifo ? sb_semaphore_init_fifo(s, permits) : sb_semaphore_init(s, permits)) == 0);
+}
 
 typedef struct sem_ctx {
 	sb_semaphore sem;
@@ -20,7 +31,7 @@ typedef struct sem_ctx {
 static void sem_setup_empty(void *p)
 {
 	sem_ctx *c = p;
-	sb_semaphore_init(&c->sem, 0);
+	sem_init_mode(&c->sem, 0);
 	for (int i = 0; i < 3; i++)
 		counting_waker_init(&c->w[i]);
 }
@@ -72,7 +83,7 @@ static void sem2_setup(void *p)
 {
 	sem_ctx *c = p;
 	sem_setup_empty(p);
-	sb_semaphore_init(&c->sem, 1);
+	sem_init_mode(&c->sem, 1);
 	sb_semaphore_acquire_init(&c->f[0], &c->sem, 3);
 	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING); /* holds 1 of 3 */
 	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
@@ -127,7 +138,10 @@ static void sem3_check(void *p)
 	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
 }
 
-/* close racing a release and a new acquire behind a partly granted head. */
+/*
+ * close racing a release and a new acquire behind a head owed 2 (in the
+ * eventually fair mode the acquire may take the released permit past it).
+ */
 static void sem4_setup(void *p)
 {
 	sem_ctx *c = p;
@@ -154,6 +168,11 @@ static void sem4_check(void *p)
 	if (c->r[1] == SB_PENDING) {
 		MODEL_CHECK(atomic_load(&c->w[1].wakes) == 1);
 		MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == -ESHUTDOWN);
+	} else if (c->r[1] == 0) {
+		/* eventually fair: it took the released permit past the head */
+		MODEL_CHECK(!sem_fifo);
+		MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+		MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
 	} else {
 		MODEL_CHECK(c->r[1] == -ESHUTDOWN);
 	}
@@ -199,7 +218,10 @@ static void sem6_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
-/* A lone waiter re-polled with a new waker, a second waiter, and a release. */
+/*
+ * A lone waiter re-polled with a new waker, a second waiter, and a release
+ * (in the eventually fair mode the second may take the permit past it).
+ */
 static void sem7_t0(void *p)
 {
 	sem_ctx *c = p;
@@ -216,6 +238,21 @@ static void sem7_t1(void *p)
 static void sem7_check(void *p)
 {
 	sem_ctx *c = p;
+	if (c->r[1] == 0) {
+		/* Eventually fair: the second, queueing after the release woke
+		 * the first (adopted into the queue by its re-poll), took the
+		 * permit past it; the first, woken once, finds none. */
+		MODEL_CHECK(!sem_fifo && c->r[0] == SB_PENDING);
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[2].wakes) == 1);
+		MODEL_CHECK(poll_sem(&c->f[0], &c->w[2]) == SB_PENDING);
+		sb_semaphore_acquire_cancel(&c->f[0]);
+		MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+		MODEL_CHECK(sb_semaphore_available(&c->sem) == 1);
+		for (int i = 0; i < 3; i++)
+			MODEL_CHECK(atomic_load(&c->w[i].live) == 0);
+		MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+		return;
+	}
 	/* FIFO: the first waiter gets the one permit, woken once if it waited. */
 	if (c->r[0] == SB_PENDING) {
 		MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[2].wakes) == 1);
@@ -236,7 +273,7 @@ static void sem8_setup(void *p)
 {
 	sem_ctx *c = p;
 	sem_setup_empty(p);
-	sb_semaphore_init(&c->sem, 1);
+	sem_init_mode(&c->sem, 1);
 	sb_semaphore_acquire_init(&c->f[0], &c->sem, 2);
 	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING);
 	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
@@ -319,7 +356,7 @@ static void sem12_setup(void *p)
 {
 	sem_ctx *c = p;
 	sem_setup_empty(p);
-	sb_semaphore_init(&c->sem, 1);
+	sem_init_mode(&c->sem, 1);
 	sb_model_allow_spurious_failures(1);
 }
 static void sem12_t1(void *p)
@@ -341,12 +378,15 @@ static void sem12_check(void *p)
  * the counter saturates at 2 * max + 1 (semaphore.h).  Racing close, the
  * cancel may find close holding the queue lock and return the permits
  * under the lock, to an empty queue: the same saturation applies there.
+ * Strict FIFO in both sets: grants to queued waiters, never free permits
+ * set aside while they wait (which release would refuse past the maximum).
  */
 static void sem13_setup(void *p)
 {
 	sem_ctx *c = p;
 	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
 	sem_setup_empty(p);
+	MODEL_CHECK(sb_semaphore_init_fifo(&c->sem, 0) == 0);
 	for (int i = 0; i < 2; i++) {
 		sb_semaphore_acquire_init(&c->f[i], &c->sem, max);
 		MODEL_CHECK(poll_sem(&c->f[i], &c->w[i]) == SB_PENDING);
@@ -415,40 +455,194 @@ static void rc_sem_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/* ------------------------------------------- eventually fair mode only */
+
+/*
+ * f[0] and f[1] owed one permit each, queued; a release woke f[0] (the
+ * permit set aside, free for bargers too).
+ */
+static void fair_woken_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	MODEL_CHECK(sb_semaphore_init(&c->sem, 0) == 0);
+	for (int i = 0; i < 2; i++) {
+		sb_semaphore_acquire_init(&c->f[i], &c->sem, 1);
+		MODEL_CHECK(poll_sem(&c->f[i], &c->w[i]) == SB_PENDING);
+	}
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+}
+static void fair1_t0(void *p)
+{
+	sem_ctx *c = p;
+	c->r[0] = poll_sem(&c->f[0], &c->w[0]); /* its retry */
+}
+static void fair1_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1); /* a barger */
+}
+static void fair1_check(void *p)
+{
+	sem_ctx *c = p;
+	/* The woken head gets a permit: at its retry, or, passed, woken
+	 * again by the release. */
+	if (c->r[0] == SB_PENDING) {
+		MODEL_CHECK(atomic_load(&c->w[0].wakes) == 2);
+		MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == 0);
+	} else {
+		MODEL_CHECK(c->r[0] == 0 && atomic_load(&c->w[0].wakes) == 1);
+	}
+	/* Two permits: the barger's, or the next waiter's, woken once.  (The
+	 * barger may take the released permit after it woke the next waiter,
+	 * which then finds none and waits on.) */
+	if (c->r[1] == 0) {
+		MODEL_CHECK(atomic_load(&c->w[1].wakes) <= 1);
+		if (atomic_load(&c->w[1].wakes) == 1)
+			MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == SB_PENDING);
+		sb_semaphore_acquire_cancel(&c->f[1]);
+	} else {
+		MODEL_CHECK(c->r[1] == -EAGAIN);
+		expect_woken_and_ready(&c->f[1], &c->w[1]);
+	}
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* The woken head's cancel passes the wake on, racing a barger and a release. */
+static void fair2_check(void *p)
+{
+	sem_ctx *c = p;
+	MODEL_CHECK(c->r[1] == 0); /* a permit was free all along */
+	expect_woken_and_ready(&c->f[1], &c->w[1]);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/*
+ * f[0] owed 2 and f[1] owed 1, queued; a barger took a released permit past
+ * f[0] (which times the queue), and the clock is past the bound: the next
+ * release starts a handoff phase.
+ */
+static void fair_phase_setup(void *p)
+{
+	sem_ctx *c = p;
+	sem_setup_empty(p);
+	MODEL_CHECK(sb_semaphore_init(&c->sem, 0) == 0);
+	model_now = MODEL_CLOCK_START;
+	sb_semaphore_acquire_init(&c->f[0], &c->sem, 2);
+	MODEL_CHECK(poll_sem(&c->f[0], &c->w[0]) == SB_PENDING);
+	sb_semaphore_acquire_init(&c->f[1], &c->sem, 1);
+	MODEL_CHECK(poll_sem(&c->f[1], &c->w[1]) == SB_PENDING);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);
+	MODEL_CHECK(sb_semaphore_try_acquire(&c->sem, 1) == 0); /* held to the check */
+	model_now += SB_FAIRNESS_BOUND_NS + 1;
+}
+static void fair3_t2(void *p)
+{
+	sem_ctx *c = p;
+	c->r[2] = sb_semaphore_try_acquire(&c->sem, 1);
+}
+static void fair3_check(void *p)
+{
+	sem_ctx *c = p;
+	/* The release's permit goes to the phase (a partial grant to f[0],
+	 * passed on by its cancel) and so to f[1]; no barger gets it. */
+	MODEL_CHECK(c->r[2] == -EAGAIN);
+	expect_woken_and_ready(&c->f[1], &c->w[1]);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 0);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 2) == 0); /* the setup's barger and f[1] */
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 2);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* The scenarios of the eventually fair mode alone. */
+#define FAIR_SCENARIOS \
+	{ "semaphore: a woken head's retry racing a barger and a release", 3, sizeof(sem_ctx), \
+	  fair_woken_setup, { fair1_t0, fair1_t1, sem2_t1 }, fair1_check }, \
+	{ "semaphore: cancel of a woken head racing a barger and a release", 3, sizeof(sem_ctx), \
+	  fair_woken_setup, { sem2_t0, fair1_t1, sem2_t1 }, fair2_check }, \
+	{ "semaphore: a release that starts a phase racing cancel of the head and a barger", 3, \
+	  sizeof(sem_ctx), fair_phase_setup, { sem2_t0, sem2_t1, fair3_t2 }, fair3_check },
+
 /* ---------------------------------------------------------------- scenarios */
 
-static const sb_model_scenario scenarios[] = {
-	{ "semaphore: release racing a first registration", 2, sizeof(sem_ctx),
-	  sem_setup_empty, { sem1_t0, sem1_t1 }, sem1_check },
-	{ "semaphore: cancel of a partial grant racing release and try_acquire", 3,
-	  sizeof(sem_ctx), sem2_setup, { sem2_t0, sem2_t1, sem2_t2 }, sem2_check },
-	{ "semaphore: cancel racing a full grant", 2, sizeof(sem_ctx), sem3_setup,
-	  { sem2_t0, sem3_t1 }, sem3_check },
-	{ "semaphore: close racing release and acquire", 3, sizeof(sem_ctx), sem4_setup,
-	  { sem4_t0, sem2_t1, sem4_t2 }, sem4_check },
-	{ "semaphore: two releases racing cancel of the head", 3, sizeof(sem_ctx), sem3_setup,
-	  { sem5_t0, sem5_t1, sem2_t0 }, sem5_check },
-	{ "semaphore: cancel of a lone waiter racing release", 2, sizeof(sem_ctx), sem6_setup,
-	  { sem2_t0, sem2_t1 }, sem6_check },
-	{ "semaphore: lone waiter's new waker racing a second waiter and release", 3,
-	  sizeof(sem_ctx), sem6_setup, { sem7_t0, sem7_t1, sem2_t1 }, sem7_check },
-	{ "semaphore: cancel of a lone waiter holding a permit racing close", 2,
-	  sizeof(sem_ctx), sem8_setup, { sem2_t0, sem4_t0 }, sem8_check },
-	{ "semaphore: blocking acquire racing release", 2, sizeof(sem_ctx), sem_setup_empty,
-	  { sem10_t0, sem2_t1 }, sem10_check },
-	{ "semaphore: release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty,
-	  { sem2_t1, sem9_t1 }, sem9_check },
-	{ "semaphore: two releases racing a try_acquire of both", 3, sizeof(sem_ctx),
-	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check },
-	{ "semaphore: a returned grant that saturates the counter racing close", 2, sizeof(sem_ctx),
-	  sem13_setup, { sem13_t0, sem13_t1 }, sem13_check },
-	{ "semaphore: try_acquire of the last permit whose inline CAS fails spuriously racing release",
-	  2, sizeof(sem_ctx), sem12_setup, { sem2_t1, sem12_t1 }, sem12_check },
-	{ "semaphore: a queued acquire whose clone releases, racing a release", 2,
+/* Every scenario, its name after the prefix P. */
+#define SEM_SCENARIOS(P) \
+	{ P "release racing a first registration", 2, sizeof(sem_ctx), \
+	  sem_setup_empty, { sem1_t0, sem1_t1 }, sem1_check }, \
+	{ P "cancel of a partial grant racing release and try_acquire", 3, \
+	  sizeof(sem_ctx), sem2_setup, { sem2_t0, sem2_t1, sem2_t2 }, sem2_check }, \
+	{ P "cancel racing a full grant", 2, sizeof(sem_ctx), sem3_setup, \
+	  { sem2_t0, sem3_t1 }, sem3_check }, \
+	{ P "close racing release and acquire", 3, sizeof(sem_ctx), sem4_setup, \
+	  { sem4_t0, sem2_t1, sem4_t2 }, sem4_check }, \
+	{ P "two releases racing cancel of the head", 3, sizeof(sem_ctx), sem3_setup, \
+	  { sem5_t0, sem5_t1, sem2_t0 }, sem5_check }, \
+	{ P "cancel of a lone waiter racing release", 2, sizeof(sem_ctx), sem6_setup, \
+	  { sem2_t0, sem2_t1 }, sem6_check }, \
+	{ P "lone waiter's new waker racing a second waiter and release", 3, \
+	  sizeof(sem_ctx), sem6_setup, { sem7_t0, sem7_t1, sem2_t1 }, sem7_check }, \
+	{ P "cancel of a lone waiter holding a permit racing close", 2, \
+	  sizeof(sem_ctx), sem8_setup, { sem2_t0, sem4_t0 }, sem8_check }, \
+	{ P "blocking acquire racing release", 2, sizeof(sem_ctx), sem_setup_empty, \
+	  { sem10_t0, sem2_t1 }, sem10_check }, \
+	{ P "release racing try_acquire", 2, sizeof(sem_ctx), sem_setup_empty, \
+	  { sem2_t1, sem9_t1 }, sem9_check }, \
+	{ P "two releases racing a try_acquire of both", 3, sizeof(sem_ctx), \
+	  sem_setup_empty, { sem2_t1, sem11_t1, sem11_t2 }, sem11_check }, \
+	{ P "a returned grant that saturates the counter racing close", 2, sizeof(sem_ctx), \
+	  sem13_setup, { sem13_t0, sem13_t1 }, sem13_check }, \
+	{ P "try_acquire of the last permit whose inline CAS fails spuriously racing release", \
+	  2, sizeof(sem_ctx), sem12_setup, { sem2_t1, sem12_t1 }, sem12_check }, \
+	{ P "a queued acquire whose clone releases, racing a release", 2, \
 	  sizeof(sem_ctx), rc_sem_setup, { rc_sem_t0, sem2_t1 }, rc_sem_check },
-};
 
-static model_set set = { scenarios, COUNT(scenarios) };
+static const sb_model_scenario scenarios[] = { SEM_SCENARIOS("semaphore: ") FAIR_SCENARIOS };
+static const sb_model_scenario fifo_scenarios[] = { SEM_SCENARIOS("fifo semaphore: ") };
+
+/* A set of scenarios and the mode they run in. */
+typedef struct sem_mode_set {
+	model_set set;
+	bool fifo;
+} sem_mode_set;
+
+static sem_mode_set fair_set = { { scenarios, COUNT(scenarios) }, false };
+static sem_mode_set fifo_set = { { fifo_scenarios, COUNT(fifo_scenarios) }, true };
+
+/* Runs `explore` on the set in *state, in its mode. */
+static void in_mode(void **state, void (*explore)(void **))
+{
+	sem_mode_set *m = *state;
+	sem_fifo = m->fifo;
+	void *set = &m->set;
+	explore(&set);
+	sem_fifo = false;
+}
+
+static void all_schedules_with_four_preemptions(void **state)
+{
+	in_mode(state, every_scenario_holds_over_all_schedules_with_four_preemptions);
+}
+
+static void random_schedules(void **state)
+{
+	in_mode(state, every_scenario_holds_over_random_schedules);
+}
+
+static void weak_model_with_bounded_stale_reads(void **state)
+{
+	in_mode(state, every_scenario_holds_under_the_weak_model_with_bounded_stale_reads);
+}
+
+static void random_schedules_under_the_weak_model(void **state)
+{
+	in_mode(state, every_scenario_holds_over_random_schedules_under_the_weak_model);
+}
 
 static void uncontended_paths_cost_one_read_modify_write_and_take_no_lock(void **state)
 {
@@ -476,7 +670,7 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 {
 	(void)state;
 	sb_waker noop = sb_waker_noop();
-	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(0);
 	sb_semaphore_acquire a;
 	sb_semaphore_acquire_init(&a, &s, 1);
 	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 1);
@@ -490,17 +684,47 @@ static void a_handoff_costs_one_or_two_read_modify_writes_on_each_side(void **st
 	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 0);
 }
 
+/*
+ * The eventually fair mode: the lone waiter's handoff is the same; a queued
+ * head is woken instead of granted (the releaser locks and unlocks), and its
+ * re-poll takes the lock to take its permits and unlocks.
+ */
+static void a_fair_wake_costs_two_read_modify_writes_on_each_side(void **state)
+{
+	(void)state;
+	sb_waker noop = sb_waker_noop();
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a;
+	sb_semaphore_acquire_init(&a, &s, 1);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 1);
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 1);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 0);
+
+	sb_semaphore_acquire_init(&a, &s, 2);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 2);
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 2)), 2);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&a, &noop)), 2);
+	assert_int_equal(sb_semaphore_available(&s), 0);
+}
+
+/* An explorer's test on the eventually fair set, then on the strict-FIFO set. */
+#define IN_MODE(name, fn) \
+	{ #name, fn, NULL, NULL, &fair_set }, { "fifo_" #name, fn, NULL, NULL, &fifo_set }
+
 /* test_model_semaphore [RUN-PATTERN [SKIP-PATTERN]]: cmocka's test name filters. */
 int main(int argc, char **argv)
 {
 	model_main_setup(argc, argv);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_prestate(every_scenario_holds_over_all_schedules_with_four_preemptions, &set),
-		cmocka_unit_test_prestate(every_scenario_holds_over_random_schedules, &set),
+		IN_MODE(every_scenario_holds_over_all_schedules_with_four_preemptions, all_schedules_with_four_preemptions),
+		IN_MODE(every_scenario_holds_over_random_schedules, random_schedules),
 		cmocka_unit_test(uncontended_paths_cost_one_read_modify_write_and_take_no_lock),
 		cmocka_unit_test(a_handoff_costs_one_or_two_read_modify_writes_on_each_side),
-		cmocka_unit_test_prestate(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads, &set),
-		cmocka_unit_test_prestate(every_scenario_holds_over_random_schedules_under_the_weak_model, &set),
+		cmocka_unit_test(a_fair_wake_costs_two_read_modify_writes_on_each_side),
+		IN_MODE(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads,
+			weak_model_with_bounded_stale_reads),
+		IN_MODE(every_scenario_holds_over_random_schedules_under_the_weak_model,
+			random_schedules_under_the_weak_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -115,15 +116,17 @@ static void *run_worker(void *p)
 	return NULL;
 }
 
-static void permits_are_conserved_under_mixed_threads_and_cancellations(void **state)
+/* Half the attempts in each mode, so that the run takes as long as it did. */
+static void check_permits_are_conserved(bool fifo)
 {
-	(void)state;
-	long total = stress_total_ops(1000000);
+	long total = stress_total_ops(1000000) / 2 + 1;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 280, "semaphore stress");
 
 	static stress st;
-	assert_int_equal(sb_semaphore_init(&st.sem, PERMITS), 0);
+	memset(&st, 0, sizeof st);
+	assert_int_equal(fifo ? sb_semaphore_init_fifo(&st.sem, PERMITS) : sb_semaphore_init(&st.sem, PERMITS),
+			 0);
 	st.ops_per_thread = total / THREADS + 1;
 	worker w[THREADS];
 	for (int i = 0; i < THREADS; i++) {
@@ -149,10 +152,23 @@ static void permits_are_conserved_under_mixed_threads_and_cancellations(void **s
 	assert_int_equal(sb_semaphore_destroy(&st.sem), 0);
 }
 
+static void permits_are_conserved_under_mixed_threads_and_cancellations(void **state)
+{
+	(void)state;
+	check_permits_are_conserved(false);
+}
+
+static void strict_fifo_permits_are_conserved_under_mixed_threads_and_cancellations(void **state)
+{
+	(void)state;
+	check_permits_are_conserved(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(permits_are_conserved_under_mixed_threads_and_cancellations),
+		cmocka_unit_test(strict_fifo_permits_are_conserved_under_mixed_threads_and_cancellations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

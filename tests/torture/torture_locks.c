@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The torture of the locks: semaphore (permits in use never above the
- * count, all back at the end of each round; the semaphore is closed and
- * replaced every 100 ms), mutex and mutex-fifo (mutual exclusion), rwlock
+ * The torture of the locks: semaphore and semaphore-fifo (permits in use
+ * never above the count, all back at the end of each round; the semaphore
+ * is closed and replaced every 100 ms), mutex and mutex-fifo (mutual
+ * exclusion), rwlock
  * (writers alone, readers never with a writer, the upgradable read alone,
  * upgrades and downgrades), condvar (mutual exclusion under its mutex, a
  * notified wait holds the mutex again, a cancelled or timed-out one does not).
@@ -33,12 +34,21 @@ static struct {
 static torture_slots sem_slots;
 static atomic_long sem_shutdowns, sem_rounds;
 static unsigned sem_ticks;
+static bool sem_fifo; /* semaphore-fifo: strict FIFO; semaphore: eventually fair */
+
+static void sem_init_slot(int i)
+{
+	if (sem_fifo)
+		sb_semaphore_init_fifo(&sems[i].s, SEM_PERMITS);
+	else
+		sb_semaphore_init(&sems[i].s, SEM_PERMITS);
+}
 
 static void sem_setup(void)
 {
 	memset(&sem_slots, 0, sizeof sem_slots);
 	for (int i = 0; i < TORTURE_SLOTS; i++) {
-		sb_semaphore_init(&sems[i].s, SEM_PERMITS);
+		sem_init_slot(i);
 		atomic_store(&sems[i].in_use, 0);
 	}
 	atomic_store(&sem_shutdowns, 0);
@@ -142,7 +152,7 @@ static void sem_tick(void)
 	if (next < 0)
 		return;
 	sem_check_idle(next);
-	sb_semaphore_init(&sems[next].s, SEM_PERMITS);
+	sem_init_slot(next);
 	int old = atomic_load(&sem_slots.cur);
 	atomic_store(&sem_slots.cur, next);
 	sb_semaphore_close(&sems[old].s);
@@ -170,8 +180,25 @@ static void sem_describe(char *buf, size_t size)
 		 atomic_load(&sem_rounds), atomic_load(&sem_shutdowns));
 }
 
+static void sem_setup_fair(void)
+{
+	sem_fifo = false;
+	sem_setup();
+}
+
+static void sem_setup_fifo(void)
+{
+	sem_fifo = true;
+	sem_setup();
+}
+
 const torture_prim torture_semaphore = {
-	"semaphore", sem_setup, sem_blocking, sem_begin, sem_done, sem_release,
+	"semaphore", sem_setup_fair, sem_blocking, sem_begin, sem_done, sem_release,
+	sem_tick, sem_stop_tick, sem_teardown, sem_describe, 800,
+};
+
+const torture_prim torture_semaphore_fifo = {
+	"semaphore-fifo", sem_setup_fifo, sem_blocking, sem_begin, sem_done, sem_release,
 	sem_tick, sem_stop_tick, sem_teardown, sem_describe, 950,
 };
 

@@ -4,8 +4,8 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "clock.h"
 #include "cpu.h"
+#include "fairness.h"
 #include "park.h"
 #include "wait_future.h"
 
@@ -78,8 +78,9 @@
  * nanoseconds an operation, and 8 and 16 executor threads with pinned tasks
  * 30 percent fewer.
  *
- * Starvation: a waiter is timed (sb_mutex_lock.passed_since) from the
- * first time a barger passes it: an unlock that finds the head still WOKEN
+ * Starvation, by the rules of src/fairness.h (shared with the semaphore):
+ * a waiter is timed (sb_mutex_lock.passed_since) from the first time a
+ * barger passes it: an unlock that finds the head still WOKEN
  * (a barger took the mutex before the head could try), or a woken head that
  * loses its retry, passes the whole queue, and starts the clock of every
  * waiter not yet timed (mutex_time_passed_locked).  An unlock whose head was
@@ -92,25 +93,19 @@
  * order instead of each starving in turn - in a deep queue each would
  * otherwise wait for the bound after every one ahead of it.  Newcomers queue
  * behind and are not covered.  The phase's last handoff times them, as if
- * first passed half a bound before it (MUTEX_PHASE_GAP_NS): so lockers get
+ * first passed half a bound before it (SB_FAIR_PHASE_GAP_NS): so lockers get
  * half a bound between phases, and a queue that drains by handoffs more
  * slowly than the bound does not go from phase to phase (a convoy, 130
  * times slower with 1024 tasks on 16 pinned executor threads, when they were
  * timed from when they queued).  A queue served in order, nobody barging,
- * is never timed.
- *
- * Why everyone at the first pass, and not each head when it first loses: a
- * waiter behind the head loses every race the head loses.  Timed only as
- * the head, each head in turn could wait just under the bound and then get
- * in by its own retry (on an executor, its task runs only once the barger's
- * task, on the same thread, has finished), starting no phase, while the
- * waiters behind it added up those waits: 128 tasks on 2 executor threads
- * waited up to 30-100 ms.
+ * is never timed.  Why everyone at the first pass: src/fairness.h (on an
+ * executor, a head's task runs only once the barger's task, on the same
+ * thread, has finished, so it can lose many races in a row).
  *
  * The clock is read when a barger first passes a head or a head loses its
  * first retry, and then at every 16th unlock that finds the same timed head
- * (MUTEX_UNLOCKS_PER_CHECK); never in FIFO mode, nor in a queue served in
- * order, nor on the uncontended paths.
+ * (sb_fair_is_check); never in FIFO mode, nor in a queue served in order,
+ * nor on the uncontended paths.
  */
 static inline size_t mutex_load(const sb_mutex *m)
 {
@@ -194,7 +189,7 @@ static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 		sb_mutex_lock *f = mutex_lock_of(w);
 		if (f->passed_since)
 			return;
-		f->passed_since = now ? now : 1; /* 0 means "never passed" */
+		f->passed_since = sb_fair_stamp(now); /* 0 means "never passed" */
 		f->unlocks_at_front = 0;
 	}
 }
@@ -217,24 +212,12 @@ static inline uint32_t mutex_budget_of(size_t state)
 }
 
 /*
- * An unlock compares a timed head with the bound at the first unlock that
- * finds it timed and then at every 16th, timing newcomers as it goes: a
- * clock read costs about as much as the rest of such an unlock (20 ns
- * here), and on every one it made a run of bargers 2.4 times slower (8
- * threads on 2 cores).  The price: a head is handed the mutex up to 15 of
- * the bargers' critical sections late, and a newcomer is timed up to 15
- * late.
- */
-static const uint32_t MUTEX_UNLOCKS_PER_CHECK = 16;
-
-/*
  * Under the queue lock, a timed head that this unlock leaves WOKEN: lets the
  * unlocks up to its next check go by without the lock, counting them now.
  */
 static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
 {
-	uint32_t budget = (MUTEX_UNLOCKS_PER_CHECK - f->unlocks_at_front % MUTEX_UNLOCKS_PER_CHECK) %
-			  MUTEX_UNLOCKS_PER_CHECK;
+	uint32_t budget = sb_fair_until_check(f->unlocks_at_front);
 	assert(budget * MUTEX_BUDGET_ONE <= MUTEX_BUDGET_BITS);
 	if (budget == 0)
 		return; /* the next unlock is its check: nothing to let by */
@@ -256,12 +239,12 @@ static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
 __attribute__((noinline)) static bool mutex_head_starves_locked(sb_mutex *m, sb_mutex_lock *f,
 								 bool first)
 {
-	if (first || f->unlocks_at_front++ % MUTEX_UNLOCKS_PER_CHECK == 0) {
-		uint64_t now = sb__clock_now_ns();
+	if (first || sb_fair_is_check(f->unlocks_at_front++)) {
+		uint64_t now = sb_fair_now();
 		mutex_time_passed_locked(m, now); /* newcomers, and the head if first */
 		if (first)
 			f->unlocks_at_front = 1; /* this unlock was its first check */
-		if (now - f->passed_since > SB_MUTEX_FAIRNESS_BOUND_NS)
+		if (sb_fair_overdue(f->passed_since, now))
 			return true;
 	}
 	mutex_grant_budget_locked(m, f);
@@ -294,34 +277,12 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 }
 
 /*
- * Waiters that queue during a handoff phase have waited through part of it,
- * and once they are at the front a barger passes them at once: the phase's
- * last handoff times them as if first passed half a bound earlier, so that
- * they are handed the mutex MUTEX_PHASE_GAP_NS after the phase instead of a
- * whole bound after it.  Timed from that first pass instead, a waiter that
- * queued as a phase began waited for the rest of it, the bound, and then its
- * own place in the next phase: 2.05 to 2.2 ms here at 8 and 16 threads on 2
- * cores, a phase of 8 to 16 wake-ups of sleeping threads taking about 0.5
- * ms.  Half a bound is the time lockers get between two phases, however long
- * a phase took: its newcomers have waited through it already, and what they
- * wait after it adds to that.  (A phase that ran late used to buy lockers as
- * long as it was late, up to a whole bound; with 1024 tasks on 16 pinned
- * executor threads on 2 cores, whose phases take 1.3 to 1.9 ms, that made
- * the longest wait 2.35 and 2.66 ms at the median of two sets of 12
- * interleaved runs, against 1.86 and 2.07 ms with the fixed gap, which costs
- * that row 23 to 31 % more time an operation: 68 against 52 to 55 ns.)
- */
-static const uint64_t MUTEX_PHASE_GAP_NS = SB_MUTEX_FAIRNESS_BOUND_NS / 2;
-
-/*
  * Under the queue lock, at a phase's last handoff: times the waiters that
- * queued during the phase.
+ * queued during the phase, half a bound before now (SB_FAIR_PHASE_GAP_NS).
  */
 static void mutex_time_phase_newcomers_locked(sb_mutex *m)
 {
-	const uint64_t credit = SB_MUTEX_FAIRNESS_BOUND_NS - MUTEX_PHASE_GAP_NS;
-	uint64_t now = sb__clock_now_ns();
-	mutex_time_passed_locked(m, now > credit ? now - credit : 1);
+	mutex_time_passed_locked(m, sb_fair_phase_stamp(sb_fair_now()));
 }
 
 /*
@@ -512,7 +473,7 @@ static int mutex_retry(sb_mutex_lock *f, const sb_waker *w)
 	/* A barger holds it: stay at the front, woken by the next unlock. */
 	assert(r == SB_WAITER_WOKEN);
 	if (!f->passed_since)
-		mutex_time_passed_locked(m, sb__clock_now_ns());
+		mutex_time_passed_locked(m, sb_fair_now());
 	f->unlocks_at_front -= mutex_budget_of(state); /* counted, never used */
 	node->waker = clone;
 	sb_waiter_set_remaining_locked(node, 1);

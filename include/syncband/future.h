@@ -235,6 +235,14 @@ typedef struct sb_waitq {
 #define SB_WAITQ_LONE_SHIFT 4
 
 /*
+ * The eventually fair mode's bound, shared by the mutex and the semaphore:
+ * how long newcomers may pass the oldest waiter (timed from the first one
+ * that passed it) before what frees up is handed to the queue in order: 1 ms
+ * (docs/design.md says why).
+ */
+#define SB_FAIRNESS_BOUND_NS 1000000u
+
+/*
  * A future's `status` (ABI too): SB_FUTURE_IDLE from init until its first
  * poll, SB_PENDING while queued, then 0 or -errno (-ECANCELED after cancel).
  */

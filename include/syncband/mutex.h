@@ -43,10 +43,10 @@ extern "C" {
 
 /*
  * How long bargers may pass the oldest waiter (timed from the first barger
- * that passed it) before unlock hands the mutex to it: 1 ms (docs/design.md
- * says why).
+ * that passed it) before unlock hands the mutex to it: SB_FAIRNESS_BOUND_NS,
+ * 1 ms, the semaphore's bound too (docs/design.md says why).
  */
-#define SB_MUTEX_FAIRNESS_BOUND_NS 1000000u
+#define SB_MUTEX_FAIRNESS_BOUND_NS SB_FAIRNESS_BOUND_NS
 
 /* sb_mutex.mode: strict FIFO (see the top of the file). */
 #define SB_MUTEX_FIFO 1u

@@ -239,6 +239,7 @@ static enum rw_barge rw_barge_locked(sb_rwlock *rw, size_t next)
 static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_waker *clone,
 			   size_t *locked)
 {
+	bool cloned = false; /* by a refused barge */
 	size_t state = rw_load(rw);
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
@@ -249,8 +250,6 @@ static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_wa
 		int rc = rw_decide(state, kind, &next);
 		if (rc == SB_PENDING && (state & SB_WAITQ_NONEMPTY) && !rw_is_fifo(rw) &&
 		    rw_decide(state & ~SB_WAITQ_NONEMPTY, kind, &next) == 0) {
-			if (waker)
-				sb_waker_clone_once(waker, clone); /* before the lock */
 			/* acquire (sb_qlock_try_take): the queue, and when we take
 			 * the rwlock too, what its last holders wrote (pairs with
 			 * the release of every unlock). */
@@ -277,6 +276,16 @@ static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_wa
 			if (waker == NULL) {
 				sb_waitq_unlock(&rw->q);
 				return -EAGAIN;
+			}
+			if (!cloned) {
+				/* Refused, we wait: clone the waker, which may
+				 * re-enter the library, without the lock, then
+				 * decide again (a barge clones nothing). */
+				sb_waitq_unlock(&rw->q);
+				sb_waker_clone_once(waker, clone);
+				cloned = true;
+				state = rw_load(rw);
+				continue;
 			}
 			*locked = state;
 			return SB_PENDING;
@@ -471,6 +480,8 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 			sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 			continue;
 		}
+		if (w == NULL)
+			rw->handoff_left = 0; /* the phase ends with the queue */
 		if (*word & SB_RWLOCK_STATE_UPGRADING) {
 			/* Ahead of the queue; nothing there may enter meanwhile. */
 			if (rw_readers(*word) == 0) {
@@ -482,10 +493,8 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 			}
 			return;
 		}
-		if (w == NULL) {
-			rw->handoff_left = 0; /* the phase ends with the queue */
+		if (w == NULL)
 			return;
-		}
 		int kind = rw_kind(w);
 		size_t next;
 		if (rw_decide(*word, kind, &next) != 0)
@@ -666,33 +675,44 @@ static int rw_retry(sb_rwlock_lock *f, const sb_waker *waker)
 	sb_rwlock *rw = f->rwlock;
 	sb_waiter *node = &f->waiter;
 	sb_waker clone = SB_NO_WAKER;
-	sb_waker_clone_once(waker, &clone); /* before the lock: we may re-arm */
-	/* acquire (the queue lock): the critical sections of the holders
-	 * before us when we take the rwlock (pairs with their release). */
-	size_t word = rw_lock(rw);
-	size_t r = sb_waiter_remaining_locked(node);
-	size_t next;
-	if (r == SB_WAITER_GRANTED) {
-		/* Granted by a phase: unlinked, counted in the word. */
+	bool cloned = false;
+	for (;;) {
+		/* acquire (the queue lock): the critical sections of the holders
+		 * before us when we take the rwlock (pairs with their release). */
+		size_t word = rw_lock(rw);
+		size_t r = sb_waiter_remaining_locked(node);
+		size_t next;
+		if (r == SB_WAITER_GRANTED) {
+			/* Granted by a phase: unlinked, counted in the word. */
+			sb_waitq_unlock(&rw->q);
+			sb_waker_drop_if(clone);
+			return 0;
+		}
+		assert(r == SB_WAITER_WOKEN);
+		if (rw->handoff_left == 0 && rw_decide(word, f->kind, &next) == 0) {
+			(void)sb_waitq_unlink(&rw->q, node); /* its waker was spent */
+			rw_unlock_publish(rw, next);
+			sb_waker_drop_if(clone);
+			return 0;
+		}
+		if (!cloned) {
+			/* We wait again: clone the waker, which may re-enter the
+			 * library, without the lock (still WOKEN meanwhile: only
+			 * a phase's grant changes that), then decide again. */
+			sb_waitq_unlock(&rw->q);
+			sb_waker_clone_once(waker, &clone);
+			cloned = true;
+			continue;
+		}
+		/* Taken by a newcomer first (or a phase serves those ahead):
+		 * wait in place, woken by the next that lets us in. */
+		if (!f->passed_since)
+			rw_time_passed_locked(rw, sb_fair_now());
+		node->waker = clone;
+		sb_waiter_set_remaining_locked(node, 1);
 		sb_waitq_unlock(&rw->q);
-		sb_waker_drop(clone);
-		return 0;
+		return SB_PENDING;
 	}
-	assert(r == SB_WAITER_WOKEN);
-	if (rw->handoff_left == 0 && rw_decide(word, f->kind, &next) == 0) {
-		(void)sb_waitq_unlink(&rw->q, node); /* its waker was spent */
-		rw_unlock_publish(rw, next);
-		sb_waker_drop(clone);
-		return 0;
-	}
-	/* Taken by a newcomer first (or a phase serves those ahead): wait in
-	 * place, woken by the next that lets us in. */
-	if (!f->passed_since)
-		rw_time_passed_locked(rw, sb_fair_now());
-	node->waker = clone;
-	sb_waiter_set_remaining_locked(node, 1);
-	sb_waitq_unlock(&rw->q);
-	return SB_PENDING;
 }
 
 /* A queued future: woken, it retries; otherwise a plain re-poll. */

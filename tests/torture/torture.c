@@ -4,8 +4,8 @@
  * manner of Linux's locktorture (see torture.h for how a run is built).
  *
  * For every selected primitive (all of them by default: semaphore, mutex,
- * mutex-fifo, condvar, event, auto-event, rwlock, barrier, latch, once,
- * channel, broadcast, watch), SECONDS seconds (default 10) of twice as many threads as cores
+ * mutex-fifo, condvar, event, auto-event, rwlock, rwlock-fifo, barrier,
+ * latch, once, channel, broadcast, watch), SECONDS seconds (default 10) of twice as many threads as cores
  * (8 at least) and TORTURE_TASKS floating executor tasks contending, with
  * invariants checked as they go (torture_*.c), a statistics line every 5 s
  * and at the end:
@@ -30,9 +30,9 @@
  * the threads' ratio read 0.978.
  *
  * A run of TORTURE_FAIR_SECONDS or more holds the ratio to the primitive's
- * target: 0.8 for the eventually fair mutex and the condvar (whose waits
- * re-acquire one), 0.95 for the strict FIFO ones (mutex-fifo, semaphore,
- * rwlock, auto-event, channel).  Shorter runs print it: a few seconds on a
+ * target: 0.8 for the eventually fair mutex and rwlock and the condvar
+ * (whose waits re-acquire a mutex), 0.95 for the strict FIFO ones
+ * (mutex-fifo, rwlock-fifo, semaphore, auto-event, channel).  Shorter runs print it: a few seconds on a
  * loaded machine are too few for the shares to even out (the fair mutex
  * reads 0.7-0.9 at 5-10 s, 0.95 at 60 s on two cores).  For event, barrier,
  * latch and once it is printed only: their operations are not turns at
@@ -673,7 +673,8 @@ static void watch(uint64_t now, uint64_t *last_change, long *last_progress, bool
 
 static const torture_prim *const all_prims[] = {
 	&torture_semaphore, &torture_mutex, &torture_mutex_fifo, &torture_condvar,
-	&torture_event, &torture_auto_event, &torture_rwlock, &torture_barrier,
+	&torture_event, &torture_auto_event, &torture_rwlock, &torture_rwlock_fifo,
+	&torture_barrier,
 	&torture_latch, &torture_once, &torture_channel, &torture_broadcast, &torture_watch,
 };
 enum { NPRIMS = sizeof all_prims / sizeof all_prims[0] };
@@ -812,7 +813,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < NPRIMS; i++)
 			if (!strcmp(s, all_prims[i]->name) ||
 			    (!strcmp(s, "auto_event") && all_prims[i] == &torture_auto_event) ||
-			    (!strcmp(s, "mutex_fifo") && all_prims[i] == &torture_mutex_fifo))
+			    (!strcmp(s, "mutex_fifo") && all_prims[i] == &torture_mutex_fifo) ||
+			    (!strcmp(s, "rwlock_fifo") && all_prims[i] == &torture_rwlock_fifo))
 				found = i;
 		if (found < 0) {
 			out(2, "torture: unknown primitive '%s'\n", s);

@@ -218,16 +218,17 @@ def contention_rounds(base, threads, impl):
 
 
 def read_fairness_bound():
-    """SB_MUTEX_FAIRNESS_BOUND_NS from include/syncband/mutex.h."""
+    """SB_FAIRNESS_BOUND_NS (the mutex's and the semaphore's) from
+    include/syncband/future.h."""
     header = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
-                          "include", "syncband", "mutex.h")
+                          "include", "syncband", "future.h")
     try:
         with open(header) as f:
-            m = re.search(r"^#define SB_MUTEX_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
+            m = re.search(r"^#define SB_FAIRNESS_BOUND_NS ([0-9]+)u?$", f.read(), re.M)
     except OSError as e:
         sys.exit("run.py: cannot read the fairness bound: %s" % e)
     if not m:
-        sys.exit("run.py: no SB_MUTEX_FAIRNESS_BOUND_NS in %s" % header)
+        sys.exit("run.py: no SB_FAIRNESS_BOUND_NS in %s" % header)
     return int(m.group(1))
 
 

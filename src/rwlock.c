@@ -131,7 +131,7 @@ static inline void rw_unlock_publish(sb_rwlock *rw, size_t word)
  * *next the word that takes it, SB_PENDING when it must wait, or the error
  * it fails with.
  */
-static int rw_decide(size_t state, int kind, size_t *next)
+static inline __attribute__((always_inline)) int rw_decide(size_t state, int kind, size_t *next)
 {
 	bool queued = state & (SB_WAITQ_NONEMPTY | SB_RWLOCK_STATE_UPGRADING);
 	switch (kind) {
@@ -165,7 +165,7 @@ static int rw_decide(size_t state, int kind, size_t *next)
 	return -EINVAL;
 }
 
-static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b);
+static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop);
 
 /*
  * Under the queue lock: starts the clock of every waiter whose clock has not
@@ -228,13 +228,67 @@ static enum rw_barge rw_barge_locked(sb_rwlock *rw, size_t next)
 	return RW_BARGE;
 }
 
+/* What the barge path tells rw_take_or_lock to do. */
+enum { RW_DECIDE_AGAIN = SB_PENDING + 2 }; /* none of its other results */
+
+/*
+ * Eventually fair mode, `state` (without HELD) having NONEMPTY and the
+ * holders letting `kind` in as `next`: takes the queue lock and decides
+ * there whether to pass the queue (0, the rwlock taken), to wait (SB_PENDING,
+ * the lock held and *locked the word it found; only once *cloned), or to
+ * fail (-EAGAIN, a try); or it drops the lock to clone `waker`, or after
+ * starting a handoff phase, and says RW_DECIDE_AGAIN.  Out of line and
+ * cold: the strict mode's paths, and the fair mode's uncontended ones, keep
+ * the code they had without it.
+ */
+__attribute__((noinline, cold)) static int rw_barge_or_lock(sb_rwlock *rw, size_t state,
+							    size_t next, const sb_waker *waker,
+							    sb_waker *clone, bool *cloned,
+							    size_t *locked)
+{
+	/* acquire (sb_qlock_try_take): the queue, and when we take the rwlock
+	 * too, what its last holders wrote (pairs with the release of every
+	 * unlock). */
+	if (!sb_qlock_try_take(&rw->q.state, &state, state | SB_QLOCK_HELD, 0))
+		return RW_DECIDE_AGAIN;
+	size_t word = state & RW_BITS;
+	next &= RW_BITS;
+	enum rw_barge barge = rw_barge_locked(rw, next);
+	if (barge == RW_BARGE) {
+		rw_unlock_publish(rw, next);
+		return 0;
+	}
+	if (barge == RW_BARGE_PHASE_STARTED) {
+		/* Grant in order what the word allows, then decide again
+		 * (refused now, unless the queue drained). */
+		rw_grant_and_unlock(rw, word, SB_NO_WAKER);
+		return RW_DECIDE_AGAIN;
+	}
+	if (waker == NULL) {
+		sb_waitq_unlock(&rw->q);
+		return -EAGAIN;
+	}
+	if (!*cloned) {
+		/* Refused, we wait: clone the waker, which may re-enter the
+		 * library, without the lock, then decide again (a barge clones
+		 * nothing). */
+		sb_waitq_unlock(&rw->q);
+		sb_waker_clone_once(waker, clone);
+		*cloned = true;
+		return RW_DECIDE_AGAIN;
+	}
+	*locked = state;
+	return SB_PENDING;
+}
+
 /*
  * One CAS decides: takes `kind` (0), fails with its error (-EAGAIN when it
  * must wait and `waker` is NULL: a try), or takes the queue lock to wait
  * (SB_PENDING; *clone holds a clone of `waker`, made before the lock, and
  * *locked the word as the lock found it).  The caller drops *clone unless
  * it queues it.  Eventually fair mode: a newcomer that only the queue
- * stops decides under the queue lock whether it may pass it.
+ * stops decides under the queue lock whether it may pass it
+ * (rw_barge_or_lock).
  */
 static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_waker *clone,
 			   size_t *locked)
@@ -250,45 +304,11 @@ static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_wa
 		int rc = rw_decide(state, kind, &next);
 		if (rc == SB_PENDING && (state & SB_WAITQ_NONEMPTY) && !rw_is_fifo(rw) &&
 		    rw_decide(state & ~SB_WAITQ_NONEMPTY, kind, &next) == 0) {
-			/* acquire (sb_qlock_try_take): the queue, and when we take
-			 * the rwlock too, what its last holders wrote (pairs with
-			 * the release of every unlock). */
-			if (!sb_qlock_try_take(&rw->q.state, &state, state | SB_QLOCK_HELD, 0))
-				continue;
-			size_t word = state & RW_BITS;
-			next &= RW_BITS;
-			enum rw_barge barge = rw_barge_locked(rw, next);
-			if (barge == RW_BARGE) {
-				rw_unlock_publish(rw, next);
-				return 0;
-			}
-			if (barge == RW_BARGE_PHASE_STARTED) {
-				/* Grant in order what the word allows, then decide
-				 * again (refused now, unless the queue drained). */
-				sb_wake_batch batch;
-				sb_wake_batch_init(&batch);
-				rw_grant_locked(rw, &word, &batch);
-				rw_unlock_publish(rw, word);
-				sb_waitq_after_unlock(&batch, SB_NO_WAKER);
-				state = rw_load(rw);
-				continue;
-			}
-			if (waker == NULL) {
-				sb_waitq_unlock(&rw->q);
-				return -EAGAIN;
-			}
-			if (!cloned) {
-				/* Refused, we wait: clone the waker, which may
-				 * re-enter the library, without the lock, then
-				 * decide again (a barge clones nothing). */
-				sb_waitq_unlock(&rw->q);
-				sb_waker_clone_once(waker, clone);
-				cloned = true;
-				state = rw_load(rw);
-				continue;
-			}
-			*locked = state;
-			return SB_PENDING;
+			rc = rw_barge_or_lock(rw, state, next, waker, clone, &cloned, locked);
+			if (rc != RW_DECIDE_AGAIN)
+				return rc;
+			state = rw_load(rw);
+			continue;
 		}
 		if (rc == 0) {
 			/* acquire: a reader sees the last writer's writes, a
@@ -376,10 +396,9 @@ static void rw_flush(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
  * granted; the phase ends when it has granted every waiter it covers
  * (timing those that queued during it) or when the queue is empty.
  */
-static void rw_phase_count_locked(sb_rwlock *rw, uint32_t n)
+__attribute__((noinline, cold)) static void rw_phase_count_slow_locked(sb_rwlock *rw,
+									uint32_t n)
 {
-	if (rw->handoff_left == 0)
-		return; /* FIFO mode */
 	if (rw->handoff_left > n) {
 		rw->handoff_left -= n;
 		return;
@@ -388,22 +407,32 @@ static void rw_phase_count_locked(sb_rwlock *rw, uint32_t n)
 	rw_time_passed_locked(rw, sb_fair_phase_stamp(sb_fair_now()));
 }
 
+static inline void rw_phase_count_locked(sb_rwlock *rw, uint32_t n)
+{
+	if (rw->handoff_left != 0) /* never in FIFO mode */
+		rw_phase_count_slow_locked(rw, n);
+}
+
 /*
  * Under the lock: grants `w` what its kind asks for, counted into the word
  * by the caller: detached, its waker into `b`; or, woken already
  * (eventually fair mode, its waker spent), unlinked and set GRANTED, which
  * its owner finds when it polls.
  */
-static void rw_hand_locked(sb_rwlock *rw, sb_waiter *w, sb_wake_batch *b)
+__attribute__((noinline, cold)) static void rw_hand_woken_locked(sb_rwlock *rw, sb_waiter *w)
 {
-	if (sb_waiter_remaining_locked(w) != SB_WAITER_WOKEN) {
-		sb_waitq_detach(&rw->q, w, SB_WAITER_GRANTED, b);
-		return;
-	}
 	(void)sb_waitq_unlink(&rw->q, w); /* the stale copy of its waker */
 	/* release: hands it the node and the lock (pairs with the acquire
 	 * load of its poll, or with our unlock through its retry's lock). */
 	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
+}
+
+static inline void rw_hand_locked(sb_rwlock *rw, sb_waiter *w, sb_wake_batch *b)
+{
+	if (sb_waiter_remaining_locked(w) != SB_WAITER_WOKEN)
+		sb_waitq_detach(&rw->q, w, SB_WAITER_GRANTED, b);
+	else
+		rw_hand_woken_locked(rw, w);
 }
 
 /*
@@ -413,7 +442,7 @@ static void rw_hand_locked(sb_rwlock *rw, sb_waiter *w, sb_wake_batch *b)
  * all into *word and marking them released (see the top of the file); a
  * woken one is granted at once (rw_hand_locked).
  */
-static void rw_release_run_locked(sb_rwlock *rw, sb_waiter *w, size_t *word, sb_wake_batch *b)
+static void rw_release_run_locked(sb_rwlock *rw, sb_waiter *w, size_t *word)
 {
 	size_t next;
 	uint32_t n = 0;
@@ -421,7 +450,7 @@ static void rw_release_run_locked(sb_rwlock *rw, sb_waiter *w, size_t *word, sb_
 		sb_waiter *after = w->next;
 		*word = next;
 		if (sb_waiter_remaining_locked(w) == SB_WAITER_WOKEN)
-			rw_hand_locked(rw, w, b); /* no wake: nothing goes into `b` */
+			rw_hand_woken_locked(rw, w); /* no wake */
 		else
 			sb_waiter_set_remaining_locked(w, SB_WAITER_RELEASED_GRANTED);
 		n++;
@@ -437,7 +466,8 @@ static void rw_release_run_locked(sb_rwlock *rw, sb_waiter *w, size_t *word, sb_
  * the file); those woken already are skipped.  Returns false when `b`
  * filled up before the run ended.
  */
-static bool rw_wake_run_locked(sb_waiter *w, size_t word, sb_wake_batch *b)
+__attribute__((noinline)) static bool rw_wake_run_locked(sb_waiter *w, size_t word,
+							    sb_wake_batch *b)
 {
 	size_t next;
 	for (bool head = true; w && rw_decide(word, rw_kind(w), &next) == 0; w = w->next) {
@@ -510,7 +540,7 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 			rw_hand_locked(rw, w, b);
 			return;
 		}
-		rw_release_run_locked(rw, w, word, b);
+		rw_release_run_locked(rw, w, word);
 	}
 }
 

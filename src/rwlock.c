@@ -538,6 +538,8 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 			*word = next;
 			rw_phase_count_locked(rw, 1);
 			rw_hand_locked(rw, w, b);
+			if (sb_waitq_is_empty(q))
+				rw->handoff_left = 0; /* the phase ends with the queue */
 			return;
 		}
 		rw_release_run_locked(rw, w, word);

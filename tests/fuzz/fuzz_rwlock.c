@@ -218,6 +218,8 @@ static void m_grant(void)
 			m_take(k);
 			m_phase_count(1);
 			m_complete(h);
+			if (M.q.len == 0)
+				M.phase = 0; /* the phase ends with the queue */
 			return;
 		}
 		uint32_t n = 0;

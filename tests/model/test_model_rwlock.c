@@ -11,8 +11,9 @@
  * what a holder writes before it unlocks or downgrades must happen-before
  * what the next holder reads.  Every scenario runs in both modes: strict
  * FIFO, and eventually fair with the model's clock standing still (nobody
- * overdue: wakes, retries and barging), and one more scenario runs the fair
- * mode's handoff phase, the clock moved past the bound in its setup.
+ * overdue: wakes, retries and barging), and two more run the fair mode's
+ * handoff phase (one with a cancel after its grant), the clock moved past
+ * the bound in their setups.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -522,6 +523,38 @@ static void ph_check(void *p)
 	check_free(c);
 }
 
+/* --- cancel of a writer that a handoff phase granted -----------------------
+ * Eventually fair mode.  As ph_setup, and then a reader queues behind the
+ * writer (refused by the phase, which covers the writer alone).  The last
+ * reader leaves, handing the writer the lock; the writer's owner cancels,
+ * which passes the grant on (or, cancelling first, lets the phase go on to
+ * the reader); the queued reader, woken, enters.
+ */
+static void pc_setup(void *p)
+{
+	rw_ctx *c = p;
+	ph_setup(c);
+	sb_rwlock_read_init(&c->f[1], &c->rw);
+	MODEL_CHECK(poll_rw(c, 1) == SB_PENDING);
+}
+static void pc_cancel_writer(void *p)
+{
+	rw_ctx *c = p;
+	sb_rwlock_lock_cancel(&c->f[0]);
+}
+static void pc_queued_reader(void *p)
+{
+	rw_ctx *c = p;
+	if (drive_queued(c, 1) == 0)
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+}
+static void pc_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[1] == 0);
+	check_free(c);
+}
+
 static const sb_model_scenario scenarios[] = {
 	{ "rwlock: read vs write vs cancel", 3, sizeof(rw_ctx), rwc_setup,
 	  { rwc_cancel_writer, rwc_reader_leaves, rwc_reader_arrives }, rwc_check },
@@ -539,16 +572,18 @@ static const sb_model_scenario scenarios[] = {
 	  lf_setup_writer, { lf_downgrader, lf_try_reader }, lf_check },
 	{ "rwlock: an upgradable unlock with nobody waiting vs a try_write", 2, sizeof(rw_ctx),
 	  lf_setup_upgradable, { lf_upgradable_leaves, lf_try_writer }, lf_check },
-	/* the fair mode's alone (the last, see COUNT_IN) */
+	/* the fair mode's alone (the last ones, see COUNT_IN) */
 	{ "rwlock: a handoff phase vs the last reader leaving and a reader arriving", 3,
 	  sizeof(rw_ctx), ph_setup, { ph_reader_leaves, ph_writer, ph_reader_arrives },
 	  ph_check },
+	{ "rwlock: cancel of a writer a handoff phase granted", 3, sizeof(rw_ctx), pc_setup,
+	  { ph_reader_leaves, pc_cancel_writer, pc_queued_reader }, pc_check },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The scenarios of the mode fifo_mode names: all but the fair one in FIFO. */
-#define COUNT_IN() (COUNT(scenarios) - (fifo_mode ? 1 : 0))
+/* The scenarios of the mode fifo_mode names: all but the fair ones in FIFO. */
+#define COUNT_IN() (COUNT(scenarios) - (fifo_mode ? 2 : 0))
 
 /* The downgrade scenario (scenarios[2]). */
 enum { DOWNGRADE_SCENARIO = 2 };

@@ -4,6 +4,8 @@
 #include <assert.h>
 #include <errno.h>
 
+#include "cpu.h"
+#include "fairness.h"
 #include "park.h"
 #include "wait_future.h"
 
@@ -39,6 +41,47 @@
  * While the queue lock is held the word's rwlock bits change only by the
  * holder: every lock-free path needs HELD clear.  So a holder reads them
  * once, keeps them in `word`, and publishes them in the unlock's CAS.
+ *
+ * All of the above is the strict FIFO mode (SB_RWLOCK_FIFO), and the
+ * handoff phase of the eventually fair mode (the default), which differs
+ * thus (docs/design.md, "Eventual fairness"; the time rules are
+ * src/fairness.h's, shared with the mutex and the semaphore):
+ *
+ *   - Whoever lets something in wakes the waiters at the head that may
+ *     enter now (rw_wake_run_locked: a writer, or the run of readers up to
+ *     the next writer), marking them SB_WAITER_WOKEN, still queued in their
+ *     place (the node keeps a stale copy of its waker, never woken or
+ *     dropped again); nothing is counted into the word for them.  A woken
+ *     waiter's next poll tries again under the queue lock (rw_retry): it
+ *     takes what it asked for if the holders allow it, leaving the queue,
+ *     or re-arms in its place with a new clone of its waker.
+ *   - A newcomer that finds NONEMPTY set, and the holders allowing what it
+ *     asks for, takes the queue lock and decides there (rw_barge_locked):
+ *     outside a handoff phase it takes the lock past the queue.  The inline
+ *     fast paths are unchanged: they need NONEMPTY clear, so every barge
+ *     goes through here, and the lock sees each one.
+ *   - A barge "passes" the head when the head could not share what the
+ *     barger took (a writer either way, or a reader behind a writer); so
+ *     does a woken waiter's retry that finds the lock taken.  The first
+ *     pass times every waiter not yet timed (sb_rwlock_lock.passed_since),
+ *     and then every SB_FAIR_CHECKS_EVERY-th barge that passes the same
+ *     head compares it with the bound (sb_fair_is_check): the passes are
+ *     this lock's hand-overs in the sense of src/fairness.h (a reader's
+ *     unlock that is not the last one lets nobody in, and a writer at the
+ *     head of a stream of readers is never woken).  An overdue head starts
+ *     a handoff phase: handoff_left counts the waiters queued then, the
+ *     barger is refused (it queues, a try gets -EAGAIN), and from then on
+ *     what frees up is granted in order as in FIFO mode, handoff_left
+ *     counting the grants down, until it reaches 0 or the queue empties.
+ *     The phase's last grant times the waiters that queued during it at
+ *     sb_fair_phase_stamp.
+ *   - A waiter granted while WOKEN (by a phase) is unlinked and set
+ *     SB_WAITER_GRANTED without a wake: its waker was spent, and its owner
+ *     finds the grant when it polls.  A woken waiter that cancels passes
+ *     its wake on (it never tried), and one granted passes the grant on.
+ *   - The pending upgrade is granted as in FIFO mode, ahead of the queue:
+ *     its holder holds the upgradable read already, and UPGRADING stops
+ *     barging readers as it stops queued ones.
  */
 
 /* The rwlock's bits of the word (the queue's are below). */
@@ -57,6 +100,16 @@ static inline size_t rw_load(const sb_rwlock *rw)
 static inline int rw_kind(const sb_waiter *w)
 {
 	return SB_CONTAINER_OF(w, sb_rwlock_lock, waiter)->kind;
+}
+
+static inline sb_rwlock_lock *rw_future_of(sb_waiter *w)
+{
+	return SB_CONTAINER_OF(w, sb_rwlock_lock, waiter);
+}
+
+static inline bool rw_is_fifo(const sb_rwlock *rw)
+{
+	return rw->mode & SB_RWLOCK_FIFO;
 }
 
 /* Takes the queue lock; returns the rwlock's bits of the word. */
@@ -79,7 +132,7 @@ static inline void rw_unlock_publish(sb_rwlock *rw, size_t word)
  * *next the word that takes it, SB_PENDING when it must wait, or the error
  * it fails with.
  */
-static int rw_decide(size_t state, int kind, size_t *next)
+static inline __attribute__((always_inline)) int rw_decide(size_t state, int kind, size_t *next)
 {
 	bool queued = state & (SB_WAITQ_NONEMPTY | SB_RWLOCK_STATE_UPGRADING);
 	switch (kind) {
@@ -113,16 +166,135 @@ static int rw_decide(size_t state, int kind, size_t *next)
 	return -EINVAL;
 }
 
+static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop);
+
+/*
+ * Under the queue lock: starts the clock of every waiter whose clock has not
+ * started (a newcomer passed them all).  Those are the newest ones, a run
+ * at the tail, so the walk stops at the first timed one.
+ */
+static void rw_time_passed_locked(sb_rwlock *rw, uint64_t now)
+{
+	for (sb_waiter *w = rw->q.tail; w; w = w->prev) {
+		sb_rwlock_lock *f = rw_future_of(w);
+		if (f->passed_since)
+			return;
+		f->passed_since = sb_fair_stamp(now); /* 0 means "never passed" */
+		f->passes_at_front = 0;
+	}
+}
+
+/* Under the queue lock: how many wait (at most UINT32_MAX). */
+static uint32_t rw_queued_locked(const sb_rwlock *rw)
+{
+	uint32_t n = 0;
+	for (const sb_waiter *w = rw->q.head; w && n < UINT32_MAX; w = w->next)
+		n++;
+	return n;
+}
+
+/* What a newcomer that the holders let in may do (rw_barge_locked). */
+enum rw_barge { RW_BARGE, RW_BARGE_REFUSED, RW_BARGE_PHASE_STARTED };
+
+/*
+ * Under the queue lock, eventually fair mode: whether a newcomer whose take
+ * turns the rwlock bits into `next` may pass the waiters, timing the head
+ * it passes and comparing it with the bound when it is its turn (see the
+ * top of the file); an overdue head starts a handoff phase.
+ */
+static enum rw_barge rw_barge_locked(sb_rwlock *rw, size_t next)
+{
+	if (rw->handoff_left)
+		return RW_BARGE_REFUSED;
+	sb_waiter *head = sb_waitq_front(&rw->q);
+	if (head == NULL)
+		return RW_BARGE; /* (the last waiter left while we decided) */
+	if (sb_waiter_remaining_locked(head) == SB_WAITER_RELEASED_GRANTED)
+		return RW_BARGE_REFUSED; /* a granted run on its way out */
+	size_t unused;
+	if (rw_decide(next, rw_kind(head), &unused) == 0)
+		return RW_BARGE; /* the head could share it: not a pass */
+	sb_rwlock_lock *f = rw_future_of(head);
+	bool first = !f->passed_since;
+	if (first || sb_fair_is_check(f->passes_at_front++)) {
+		uint64_t now = sb_fair_now();
+		rw_time_passed_locked(rw, now); /* newcomers, and the head if first */
+		if (first) {
+			f->passes_at_front = 1; /* this pass was its first check */
+		} else if (sb_fair_overdue(f->passed_since, now)) {
+			rw->handoff_left = rw_queued_locked(rw);
+			return RW_BARGE_PHASE_STARTED;
+		}
+	}
+	return RW_BARGE;
+}
+
+/* What the barge path tells rw_take_or_lock to do. */
+enum { RW_DECIDE_AGAIN = SB_PENDING + 2 }; /* none of its other results */
+
+/*
+ * Eventually fair mode, `state` (without HELD) having NONEMPTY and the
+ * holders letting `kind` in as `next`: takes the queue lock and decides
+ * there whether to pass the queue (0, the rwlock taken), to wait (SB_PENDING,
+ * the lock held and *locked the word it found; only once *cloned), or to
+ * fail (-EAGAIN, a try); or it drops the lock to clone `waker`, or after
+ * starting a handoff phase, and says RW_DECIDE_AGAIN.  Out of line and
+ * cold: the strict mode's paths, and the fair mode's uncontended ones, keep
+ * the code they had without it.
+ */
+__attribute__((noinline, cold)) static int rw_barge_or_lock(sb_rwlock *rw, size_t state,
+							    size_t next, const sb_waker *waker,
+							    sb_waker *clone, bool *cloned,
+							    size_t *locked)
+{
+	/* acquire (sb_qlock_try_take): the queue, and when we take the rwlock
+	 * too, what its last holders wrote (pairs with the release of every
+	 * unlock). */
+	if (!sb_qlock_try_take(&rw->q.state, &state, state | SB_QLOCK_HELD, 0))
+		return RW_DECIDE_AGAIN;
+	size_t word = state & RW_BITS;
+	next &= RW_BITS;
+	enum rw_barge barge = rw_barge_locked(rw, next);
+	if (barge == RW_BARGE) {
+		rw_unlock_publish(rw, next);
+		return 0;
+	}
+	if (barge == RW_BARGE_PHASE_STARTED) {
+		/* Grant in order what the word allows, then decide again
+		 * (refused now, unless the queue drained). */
+		rw_grant_and_unlock(rw, word, SB_NO_WAKER);
+		return RW_DECIDE_AGAIN;
+	}
+	if (waker == NULL) {
+		sb_waitq_unlock(&rw->q);
+		return -EAGAIN;
+	}
+	if (!*cloned) {
+		/* Refused, we wait: clone the waker, which may re-enter the
+		 * library, without the lock, then decide again (a barge clones
+		 * nothing). */
+		sb_waitq_unlock(&rw->q);
+		sb_waker_clone_once(waker, clone);
+		*cloned = true;
+		return RW_DECIDE_AGAIN;
+	}
+	*locked = state;
+	return SB_PENDING;
+}
+
 /*
  * One CAS decides: takes `kind` (0), fails with its error (-EAGAIN when it
  * must wait and `waker` is NULL: a try), or takes the queue lock to wait
  * (SB_PENDING; *clone holds a clone of `waker`, made before the lock, and
  * *locked the word as the lock found it).  The caller drops *clone unless
- * it queues it.
+ * it queues it.  Eventually fair mode: a newcomer that only the queue
+ * stops decides under the queue lock whether it may pass it
+ * (rw_barge_or_lock).
  */
 static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_waker *clone,
 			   size_t *locked)
 {
+	bool cloned = false; /* by a refused barge */
 	size_t state = rw_load(rw);
 	for (;;) {
 		if (state & SB_QLOCK_HELD) {
@@ -131,6 +303,14 @@ static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_wa
 		}
 		size_t next;
 		int rc = rw_decide(state, kind, &next);
+		if (rc == SB_PENDING && (state & SB_WAITQ_NONEMPTY) && !rw_is_fifo(rw) &&
+		    rw_decide(state & ~SB_WAITQ_NONEMPTY, kind, &next) == 0) {
+			rc = rw_barge_or_lock(rw, state, next, waker, clone, &cloned, locked);
+			if (rc != RW_DECIDE_AGAIN)
+				return rc;
+			state = rw_load(rw);
+			continue;
+		}
 		if (rc == 0) {
 			/* acquire: a reader sees the last writer's writes, a
 			 * writer every earlier holder's (pairs with the release
@@ -156,6 +336,12 @@ static int rw_take_or_lock(sb_rwlock *rw, int kind, const sb_waker *waker, sb_wa
 int sb_rwlock_init(sb_rwlock *rw)
 {
 	*rw = (sb_rwlock)SB_RWLOCK_INIT;
+	return 0;
+}
+
+int sb_rwlock_init_fifo(sb_rwlock *rw)
+{
+	*rw = (sb_rwlock)SB_RWLOCK_INIT_FIFO;
 	return 0;
 }
 
@@ -207,24 +393,110 @@ static void rw_flush(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 }
 
 /*
+ * Under the lock, eventually fair mode, a handoff phase: `n` waiters were
+ * granted; the phase ends when it has granted every waiter it covers
+ * (timing those that queued during it) or when the queue is empty.
+ */
+__attribute__((noinline, cold)) static void rw_phase_count_slow_locked(sb_rwlock *rw,
+									uint32_t n)
+{
+	if (rw->handoff_left > n) {
+		rw->handoff_left -= n;
+		return;
+	}
+	rw->handoff_left = 0;
+	rw_time_passed_locked(rw, sb_fair_phase_stamp(sb_fair_now()));
+}
+
+static inline void rw_phase_count_locked(sb_rwlock *rw, uint32_t n)
+{
+	if (rw->handoff_left != 0) /* never in FIFO mode */
+		rw_phase_count_slow_locked(rw, n);
+}
+
+/*
+ * Under the lock: grants `w` what its kind asks for, counted into the word
+ * by the caller: detached, its waker into `b`; or, woken already
+ * (eventually fair mode, its waker spent), unlinked and set GRANTED, which
+ * its owner finds when it polls.
+ */
+__attribute__((noinline, cold)) static void rw_hand_woken_locked(sb_rwlock *rw, sb_waiter *w)
+{
+	(void)sb_waitq_unlink(&rw->q, w); /* the stale copy of its waker */
+	/* release: hands it the node and the lock (pairs with the acquire
+	 * load of its poll, or with our unlock through its retry's lock). */
+	atomic_store_explicit(&w->remaining, SB_WAITER_GRANTED, memory_order_release);
+}
+
+static inline void rw_hand_locked(sb_rwlock *rw, sb_waiter *w, sb_wake_batch *b)
+{
+	if (sb_waiter_remaining_locked(w) != SB_WAITER_WOKEN)
+		sb_waitq_detach(&rw->q, w, SB_WAITER_GRANTED, b);
+	else
+		rw_hand_woken_locked(rw, w);
+}
+
+/*
  * Under the lock: the head `w` (a reader of some kind) was found grantable:
  * grants it and the run of readers behind it, up to the first that may not
  * enter (a writer, a second upgradable reader, a full count), counting them
- * all into *word and marking them released (see the top of the file).
+ * all into *word and marking them released (see the top of the file); a
+ * woken one is granted at once (rw_hand_locked).
  */
-static void rw_release_run_locked(sb_waiter *w, size_t *word)
+static void rw_release_run_locked(sb_rwlock *rw, sb_waiter *w, size_t *word)
 {
 	size_t next;
-	for (; w && rw_decide(*word, rw_kind(w), &next) == 0; w = w->next) {
+	uint32_t n = 0;
+	while (w && rw_decide(*word, rw_kind(w), &next) == 0) {
+		sb_waiter *after = w->next;
 		*word = next;
-		sb_waiter_set_remaining_locked(w, SB_WAITER_RELEASED_GRANTED);
+		if (sb_waiter_remaining_locked(w) == SB_WAITER_WOKEN)
+			rw_hand_woken_locked(rw, w); /* no wake */
+		else
+			sb_waiter_set_remaining_locked(w, SB_WAITER_RELEASED_GRANTED);
+		n++;
+		w = after;
 	}
+	rw_phase_count_locked(rw, n);
+}
+
+/*
+ * Under the lock, eventually fair mode outside a handoff phase: wakes the
+ * head `w` and, if it is a reader, the run of readers behind it that may
+ * enter with it, up to the next writer, leaving them queued (see the top of
+ * the file); those woken already are skipped.  Returns false when `b`
+ * filled up before the run ended.
+ */
+__attribute__((noinline)) static bool rw_wake_run_locked(sb_waiter *w, size_t word,
+							    sb_wake_batch *b)
+{
+	size_t next;
+	for (bool head = true; w && rw_decide(word, rw_kind(w), &next) == 0; w = w->next) {
+		bool writer = rw_kind(w) == SB_RWLOCK_WRITE;
+		if (writer && !head)
+			return true;
+		if (sb_waiter_remaining_locked(w) != SB_WAITER_WOKEN) {
+			if (sb_wake_batch_is_full(b))
+				return false;
+			b->wakers[b->count++] = w->waker;
+			/* relaxed: the owner acts on WOKEN only under the queue
+			 * lock (its retry), whose acquire pairs with our unlock. */
+			sb_waiter_set_remaining_locked(w, SB_WAITER_WOKEN);
+		}
+		if (writer)
+			return true;
+		word = next; /* as if it entered: one upgradable reader at most */
+		head = false;
+	}
+	return true;
 }
 
 /*
  * Under the lock (which it may drop between batches, and holds again when it
  * returns): grants what the word `*word` now allows - the pending upgrade
- * first, then the head of the queue - updating *word.  Wakes go into `b`.
+ * first, then the head of the queue - updating *word; or, eventually fair
+ * mode outside a handoff phase, wakes the head that may enter.  Wakes go
+ * into `b`.
  */
 static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 {
@@ -239,6 +511,8 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 			sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
 			continue;
 		}
+		if (w == NULL)
+			rw->handoff_left = 0; /* the phase ends with the queue */
 		if (*word & SB_RWLOCK_STATE_UPGRADING) {
 			/* Ahead of the queue; nothing there may enter meanwhile. */
 			if (rw_readers(*word) == 0) {
@@ -256,12 +530,20 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 		size_t next;
 		if (rw_decide(*word, kind, &next) != 0)
 			return;
+		if (!rw_is_fifo(rw) && rw->handoff_left == 0) {
+			if (rw_wake_run_locked(w, *word, b))
+				return;
+			continue; /* the batch is full: flush, then wake the rest */
+		}
 		if (kind == SB_RWLOCK_WRITE) {
 			*word = next;
-			sb_waitq_detach(q, w, SB_WAITER_GRANTED, b);
+			rw_phase_count_locked(rw, 1);
+			rw_hand_locked(rw, w, b);
+			if (sb_waitq_is_empty(q))
+				rw->handoff_left = 0; /* the phase ends with the queue */
 			return;
 		}
-		rw_release_run_locked(w, word);
+		rw_release_run_locked(rw, w, word);
 	}
 }
 
@@ -393,6 +675,8 @@ static int rw_lock_first_poll(void *future, const sb_waker *waker)
 {
 	sb_rwlock_lock *f = future;
 	sb_rwlock *rw = f->rwlock;
+	/* Here, not in init: only a future that waits reads it. */
+	f->passed_since = 0;
 	sb_waker clone = SB_NO_WAKER;
 	size_t state;
 	int rc = rw_take_or_lock(rw, f->kind, waker, &clone, &state);
@@ -413,10 +697,68 @@ static int rw_lock_first_poll(void *future, const sb_waker *waker)
 	return SB_PENDING;
 }
 
+/*
+ * Eventually fair mode, a woken future tries again: under the queue lock it
+ * takes what it asked for if the holders allow it and no handoff phase is
+ * on, leaving the queue; finds it was granted meanwhile (by a phase); or
+ * re-arms in its place with `waker`, passed.
+ */
+static int rw_retry(sb_rwlock_lock *f, const sb_waker *waker)
+{
+	sb_rwlock *rw = f->rwlock;
+	sb_waiter *node = &f->waiter;
+	sb_waker clone = SB_NO_WAKER;
+	bool cloned = false;
+	for (;;) {
+		/* acquire (the queue lock): the critical sections of the holders
+		 * before us when we take the rwlock (pairs with their release). */
+		size_t word = rw_lock(rw);
+		size_t r = sb_waiter_remaining_locked(node);
+		size_t next;
+		if (r == SB_WAITER_GRANTED) {
+			/* Granted by a phase: unlinked, counted in the word. */
+			sb_waitq_unlock(&rw->q);
+			sb_waker_drop_if(clone);
+			return 0;
+		}
+		assert(r == SB_WAITER_WOKEN);
+		if (rw->handoff_left == 0 && rw_decide(word, f->kind, &next) == 0) {
+			(void)sb_waitq_unlink(&rw->q, node); /* its waker was spent */
+			rw_unlock_publish(rw, next);
+			sb_waker_drop_if(clone);
+			return 0;
+		}
+		if (!cloned) {
+			/* We wait again: clone the waker, which may re-enter the
+			 * library, without the lock (still WOKEN meanwhile: only
+			 * a phase's grant changes that), then decide again. */
+			sb_waitq_unlock(&rw->q);
+			sb_waker_clone_once(waker, &clone);
+			cloned = true;
+			continue;
+		}
+		/* Taken by a newcomer first (or a phase serves those ahead):
+		 * wait in place, woken by the next that lets us in. */
+		if (!f->passed_since)
+			rw_time_passed_locked(rw, sb_fair_now());
+		node->waker = clone;
+		sb_waiter_set_remaining_locked(node, 1);
+		sb_waitq_unlock(&rw->q);
+		return SB_PENDING;
+	}
+}
+
+/* A queued future: woken, it retries; otherwise a plain re-poll. */
 static int rw_lock_repoll(void *future, const sb_waker *waker)
 {
 	sb_rwlock_lock *f = future;
-	return sb_future_repoll(&f->status, &f->rwlock->q, &f->waiter, waker);
+	size_t r = sb_waiter_load(&f->waiter);
+	/* (woken meanwhile: the re-poll leaves the node alone and says so) */
+	if (r != SB_WAITER_WOKEN)
+		r = sb_waitq_repoll(&f->rwlock->q, &f->waiter, waker);
+	if (r == SB_WAITER_WOKEN)
+		return rw_retry(f, waker);
+	return sb_future_settle(&f->status, r);
 }
 
 int sb_rwlock_lock_poll_slow(sb_rwlock_lock *f, const sb_waker *w)
@@ -467,7 +809,11 @@ void sb_rwlock_lock_cancel(sb_rwlock_lock *f)
 	size_t remaining;
 	sb_waker mine;
 	if (sb_waitq_lock_for_cancel(&rw->q, &f->waiter, &remaining, &mine)) {
-		/* Unlinked: if it was the head, those behind may enter now. */
+		/* Unlinked: if it was the head, those behind may enter now.
+		 * Woken but never tried, it passes the wake on (the node's
+		 * waker is a stale copy, already woken). */
+		if (remaining == SB_WAITER_WOKEN)
+			mine = SB_NO_WAKER;
 		rw_grant_and_unlock(rw, rw_load(rw) & RW_BITS, mine);
 		return;
 	}
@@ -486,10 +832,68 @@ static int rw_block_on(sb_rwlock *rw, int kind, uint64_t timeout_ns)
 	return sb_park_block_on(&f, &sb_rwlock_lock_ops, timeout_ns);
 }
 
+/*
+ * Eventually fair mode: a thread about to queue in a blocking read or write
+ * first watches the word for RW_SPIN_NS, as the mutex's blocking lock does
+ * (src/mutex.c, MUTEX_SPIN_NS, says why and how: a read every
+ * RW_SPIN_POLL_NS timed by the clock, only with a spinning slot and while
+ * this thread's contention streak lasts, never for a shorter timeout, nor
+ * in the model-check build), taking the lock when the holders let it in
+ * with nobody queued, and stopping when it finds waiters queued.
+ */
+static const uint64_t RW_SPIN_NS = 5000;
+static const uint64_t RW_SPIN_POLL_NS = 1000;
+#ifdef SB_MODEL_CHECK
+static const bool RW_SPINS = false;
+#else
+static const bool RW_SPINS = true;
+#endif
+
+/* The spin above, with its slot taken: true if it took `kind`. */
+static bool rw_spin_for(sb_rwlock *rw, int kind, uint64_t start)
+{
+	uint64_t now = start, next_poll = start + RW_SPIN_POLL_NS;
+	while (now - start < RW_SPIN_NS) {
+		sb_cpu_relax();
+		now = sb_now_ns();
+		if (now < next_poll)
+			continue;
+		next_poll = now + RW_SPIN_POLL_NS;
+		size_t state = rw_load(rw);
+		size_t next;
+		if (state & SB_WAITQ_NONEMPTY)
+			return false;
+		if (rw_decide(state, kind, &next) == 0 &&
+		    rw_take_or_lock(rw, kind, NULL, NULL, NULL) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The spin above, if this wait may spin: true if it took `kind`.  Takes
+ * what it spent off *timeout_ns. */
+static bool rw_spin_before_queueing(sb_rwlock *rw, int kind, uint64_t *timeout_ns)
+{
+	if (!RW_SPINS || rw_is_fifo(rw) || *timeout_ns < RW_SPIN_NS)
+		return false;
+	uint64_t start = sb_now_ns();
+	if (!sb_park_streak_allows_spin(start) || !sb_park_take_spin_slot())
+		return false;
+	bool taken = rw_spin_for(rw, kind, start);
+	sb_park_give_spin_slot();
+	if (!taken && *timeout_ns != SB_TIMEOUT_INFINITE) {
+		uint64_t spent = sb_now_ns() - start;
+		*timeout_ns = *timeout_ns > spent ? *timeout_ns - spent : 0;
+	}
+	return taken;
+}
+
 int sb_rwlock_read_blocking(sb_rwlock *rw, uint64_t timeout_ns)
 {
 	/* The future's first poll decides the same way; this skips the parker. */
 	if (sb_rwlock_try_read(rw) == 0)
+		return 0;
+	if (rw_spin_before_queueing(rw, SB_RWLOCK_READ, &timeout_ns))
 		return 0;
 	return rw_block_on(rw, SB_RWLOCK_READ, timeout_ns);
 }
@@ -497,6 +901,8 @@ int sb_rwlock_read_blocking(sb_rwlock *rw, uint64_t timeout_ns)
 int sb_rwlock_write_blocking(sb_rwlock *rw, uint64_t timeout_ns)
 {
 	if (sb_rwlock_try_write(rw) == 0)
+		return 0;
+	if (rw_spin_before_queueing(rw, SB_RWLOCK_WRITE, &timeout_ns))
 		return 0;
 	return rw_block_on(rw, SB_RWLOCK_WRITE, timeout_ns);
 }

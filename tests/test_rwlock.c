@@ -13,6 +13,7 @@
 #include <syncband/rwlock.h>
 
 #include "check.h"
+#include "clock.h"
 #include "counting_waker.h"
 #include "watchdog.h"
 #include "zeroed_future.h"
@@ -68,8 +69,8 @@ static void sizes_fit_the_contract(void **state)
 	(void)state;
 	if (sizeof(void *) != 8)
 		skip();
-	assert_int_equal(sizeof(sb_rwlock), 32);
-	assert_int_equal(sizeof(sb_rwlock_lock), 56);
+	assert_int_equal(sizeof(sb_rwlock), 40);
+	assert_int_equal(sizeof(sb_rwlock_lock), 72);
 }
 
 static void readers_share_the_lock_and_a_writer_holds_it_alone(void **state)
@@ -95,7 +96,7 @@ static void readers_share_the_lock_and_a_writer_holds_it_alone(void **state)
 static void unlocking_what_is_not_held_fails_with_eperm_and_changes_nothing(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_read_unlock(&rw), -EPERM);
 	assert_int_equal(sb_rwlock_write_unlock(&rw), -EPERM);
 	assert_int_equal(sb_rwlock_downgrade(&rw), -EPERM);
@@ -116,7 +117,7 @@ static void unlocking_what_is_not_held_fails_with_eperm_and_changes_nothing(void
 static void a_writer_queues_behind_the_readers_that_came_before_it(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock r1, r2, w;
 	counting_waker c1, c2, cw;
 	assert_int_equal(start(&r1, &rw, SB_RWLOCK_READ, &c1), 0);
@@ -137,7 +138,7 @@ static void a_writer_queues_behind_the_readers_that_came_before_it(void **state)
 static void readers_that_arrive_after_a_queued_writer_wait_for_it(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w, late;
 	counting_waker cw, cl;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -161,7 +162,7 @@ static void readers_that_arrive_after_a_queued_writer_wait_for_it(void **state)
 static void a_write_unlock_grants_the_whole_run_of_queued_readers_up_to_the_next_writer(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	enum { N = 40 };
 	sb_rwlock_lock r[N], w2;
 	counting_waker c[N], c2;
@@ -188,7 +189,7 @@ static void a_write_unlock_grants_the_whole_run_of_queued_readers_up_to_the_next
 static void phases_alternate_in_arrival_order_so_nobody_starves(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	/* held by a writer; queued: R R W R W */
 	static const int kinds[] = { SB_RWLOCK_READ, SB_RWLOCK_READ, SB_RWLOCK_WRITE,
 				     SB_RWLOCK_READ, SB_RWLOCK_WRITE };
@@ -226,7 +227,7 @@ static void phases_alternate_in_arrival_order_so_nobody_starves(void **state)
 static void downgrade_keeps_a_read_and_lets_in_the_readers_queued_up_to_the_next_writer(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock r1, r2, w, r3;
 	counting_waker c1, c2, cw, c3;
 	assert_int_equal(sb_rwlock_try_write(&rw), 0);
@@ -254,7 +255,7 @@ static void downgrade_keeps_a_read_and_lets_in_the_readers_queued_up_to_the_next
 static void downgrade_with_nobody_waiting_is_a_read_lock(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_try_write(&rw), 0);
 	assert_int_equal(sb_rwlock_downgrade(&rw), 0);
 	assert_int_equal(sb_rwlock_readers(&rw), 1);
@@ -269,7 +270,7 @@ static void downgrade_with_nobody_waiting_is_a_read_lock(void **state)
 static void the_upgradable_read_shares_with_readers_and_excludes_a_second_one_and_writers(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
 	assert_int_equal(sb_rwlock_try_read(&rw), 0); /* new readers still enter */
@@ -293,7 +294,7 @@ static void the_upgradable_read_shares_with_readers_and_excludes_a_second_one_an
 static void no_reader_enters_beside_the_upgradable_read_once_a_writer_is_queued(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w, r;
 	counting_waker cw, cr;
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
@@ -312,7 +313,7 @@ static void no_reader_enters_beside_the_upgradable_read_once_a_writer_is_queued(
 static void upgrade_waits_for_the_other_readers_and_goes_ahead_of_queued_writers(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w, up, r;
 	counting_waker cw, cu, cr;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -345,7 +346,7 @@ static void upgrade_waits_for_the_other_readers_and_goes_ahead_of_queued_writers
 static void try_upgrade_succeeds_only_without_plain_readers(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
 	assert_int_equal(sb_rwlock_try_upgrade(&rw), -EAGAIN);
@@ -368,7 +369,7 @@ static void try_upgrade_succeeds_only_without_plain_readers(void **state)
 static void an_upgrade_without_the_upgradable_read_fails_with_eperm(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock up;
 	counting_waker c;
 	assert_int_equal(start(&up, &rw, SB_RWLOCK_UPGRADE, &c), -EPERM);
@@ -384,7 +385,7 @@ static void an_upgrade_without_the_upgradable_read_fails_with_eperm(void **state
 static void cancelling_a_granted_reader_releases_its_read(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock r, w;
 	counting_waker cr, cw;
 	assert_int_equal(sb_rwlock_try_write(&rw), 0);
@@ -405,7 +406,7 @@ static void cancelling_a_granted_reader_releases_its_read(void **state)
 static void cancelling_a_granted_writer_unlocks_and_passes_the_lock_on(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w, r1, r2;
 	counting_waker cw, c1, c2;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -428,7 +429,7 @@ static void cancelling_a_granted_writer_unlocks_and_passes_the_lock_on(void **st
 static void cancelling_a_granted_upgradable_read_releases_it(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock u, w;
 	counting_waker cu, cw;
 	assert_int_equal(sb_rwlock_try_write(&rw), 0);
@@ -448,7 +449,7 @@ static void cancelling_a_granted_upgradable_read_releases_it(void **state)
 static void cancelling_a_granted_upgrade_gives_back_the_upgradable_read(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock up, r;
 	counting_waker cu, cr;
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
@@ -471,7 +472,7 @@ static void cancelling_a_granted_upgrade_gives_back_the_upgradable_read(void **s
 static void cancelling_a_pending_upgrade_keeps_the_upgradable_read_and_lets_readers_in(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock up, r;
 	counting_waker cu, cr;
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
@@ -494,7 +495,7 @@ static void cancelling_a_pending_upgrade_keeps_the_upgradable_read_and_lets_read
 static void cancelling_the_queued_writer_at_the_head_lets_the_readers_behind_it_in(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w, r;
 	counting_waker cw, cr;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -533,7 +534,7 @@ static void cancel_the_victim(void *p)
 static void a_reader_of_a_long_run_cancelled_before_it_was_detached_gives_its_read_back(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	enum { N = 40 };
 	sb_rwlock_lock r[N], w;
 	counting_waker c[N], cw;
@@ -561,7 +562,7 @@ static void a_reader_of_a_long_run_cancelled_before_it_was_detached_gives_its_re
 static void an_upgrade_that_comes_during_a_long_run_waits_for_all_of_it(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	enum { N = 40 };
 	sb_rwlock_lock r[N], up;
 	counting_waker c[N], cu;
@@ -588,7 +589,7 @@ static void an_upgrade_that_comes_during_a_long_run_waits_for_all_of_it(void **s
 static void cancel_of_a_completed_or_unpolled_future_changes_nothing(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock r, idle;
 	counting_waker c;
 	assert_int_equal(start(&r, &rw, SB_RWLOCK_READ, &c), 0);
@@ -606,7 +607,7 @@ static void cancel_of_a_completed_or_unpolled_future_changes_nothing(void **stat
 static void cancel_twice_is_harmless(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w;
 	counting_waker c;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -622,7 +623,7 @@ static void cancel_twice_is_harmless(void **state)
 static void destroy_while_held_or_waited_on_is_busy_and_keeps_the_lock_usable(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
 	assert_int_equal(sb_rwlock_destroy(&rw), -EBUSY);
 	sb_rwlock_lock w;
@@ -642,7 +643,7 @@ static void destroy_while_held_or_waited_on_is_busy_and_keeps_the_lock_usable(vo
 static void a_future_of_no_known_kind_fails_with_einval(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock f;
 	sb_rwlock_read_init(&f, &rw);
 	f.kind = 0; /* as if never initialised by one of the *_init */
@@ -654,7 +655,7 @@ static void a_future_of_no_known_kind_fails_with_einval(void **state)
 static void a_full_reader_count_refuses_another_reader_with_eoverflow(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	/* white box: the count field (ABI, rwlock.h) at its maximum */
 	size_t full = SB_RWLOCK_MAX_READERS * SB_RWLOCK_STATE_READER_ONE;
 	atomic_store(&rw.q.state, full);
@@ -674,7 +675,7 @@ static void a_full_reader_count_refuses_another_reader_with_eoverflow(void **sta
 static void repolling_with_the_same_waker_does_not_clone_again(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w;
 	counting_waker c;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -691,7 +692,7 @@ static void repolling_with_the_same_waker_does_not_clone_again(void **state)
 static void a_different_waker_replaces_the_old_one_which_is_dropped(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock up;
 	counting_waker old, fresh;
 	counting_waker_init(&fresh);
@@ -720,7 +721,7 @@ static void a_writer_whose_waker_clone_releases_the_last_read_takes_the_lock(voi
 	(void)state;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 30, "re-entrant clone on the queued path");
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w;
 	counting_waker c;
 	counting_waker_init(&c);
@@ -742,7 +743,7 @@ static void repolling_with_a_new_waker_whose_clone_releases_the_last_read_does_n
 	(void)state;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 30, "re-entrant clone on re-poll");
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock up;
 	counting_waker old, fresh;
 	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
@@ -768,7 +769,7 @@ static void write_unlock_hook(void *rw)
 static void a_wake_that_unlocks_what_it_was_granted_hands_the_lock_on(void **state)
 {
 	(void)state;
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	sb_rwlock_lock w1, w2;
 	counting_waker c1, c2;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
@@ -837,7 +838,7 @@ static void a_blocking_writer_is_woken_by_the_last_reader_on_another_thread(void
 	(void)state;
 	sb_watchdog wd;
 	sb_watchdog_start(&wd, 60, "blocking writer woken by the last reader");
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw = SB_RWLOCK_INIT_FIFO;
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
 	assert_int_equal(sb_rwlock_try_read(&rw), 0);
 	pthread_t t;
@@ -937,6 +938,258 @@ static void a_zeroed_future_polls_to_einval_and_changes_nothing(void **state)
 	assert_int_equal(sb_rwlock_destroy(&rw), 0);
 }
 
+/* --- eventually fair mode (the default) --- */
+
+/*
+ * The library's clock, moved by hand (src/clock.h), installed for every test
+ * (main); clock_reads counts its reads.
+ */
+static uint64_t fake_now = 1000;
+static int clock_reads;
+static uint64_t fake_clock(void)
+{
+	clock_reads++;
+	return fake_now;
+}
+
+/* How often a pass compares the head with the bound (src/fairness.h). */
+enum { PASSES_PER_CHECK = 16 };
+static const uint64_t BOUND = SB_FAIRNESS_BOUND_NS;
+
+static void a_write_unlock_wakes_the_queued_readers_without_granting_and_a_writer_may_barge(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock r[2], w;
+	counting_waker cr[2], cw;
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r[0], &rw, SB_RWLOCK_READ, &cr[0]), SB_PENDING);
+	assert_int_equal(start(&r[1], &rw, SB_RWLOCK_READ, &cr[1]), SB_PENDING);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	/* woken, not granted: the lock is free */
+	assert_int_equal(atomic_load(&cr[0].wakes), 1);
+	assert_int_equal(atomic_load(&cr[1].wakes), 1);
+	assert_int_equal(atomic_load(&cw.wakes), 0);
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	assert_false(sb_rwlock_is_write_locked(&rw));
+	/* a newcomer takes it past them (within the bound) */
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(poll_with(&r[0], &cr[0]), SB_PENDING); /* lost its retry */
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cr[0].wakes), 2); /* re-armed, woken again */
+	assert_int_equal(atomic_load(&cr[1].wakes), 1); /* still woken: not again */
+	assert_int_equal(poll_with(&r[0], &cr[0]), 0);
+	assert_int_equal(poll_with(&r[1], &cr[1]), 0);
+	assert_int_equal(sb_rwlock_readers(&rw), 2);
+	assert_int_equal(poll_with(&w, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 1); /* the last reader wakes it */
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_true(sb_rwlock_is_write_locked(&rw));
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+static void try_read_passes_a_queued_writer_within_the_bound(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w;
+	counting_waker cw;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0);
+	assert_int_equal(sb_rwlock_readers(&rw), 2);
+	assert_int_equal(sb_rwlock_try_write(&rw), -EAGAIN); /* held: no pass */
+	assert_int_equal(sb_rwlock_upgradable_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+static void a_queue_served_in_order_with_nobody_passing_never_reads_the_clock(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock r, w;
+	counting_waker cr, cw;
+	int before = clock_reads;
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r, &rw, SB_RWLOCK_READ, &cr), SB_PENDING);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(poll_with(&r, &cr), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(clock_reads, before);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+/*
+ * A stream of overlapping readers passing a queued writer, `step` ns apart,
+ * one reader always holding: how many passes were let in before the first
+ * refused one (at most max + 1).  The caller holds one read lock.
+ */
+static int readers_passing_until_refused(sb_rwlock *rw, uint64_t step, int max)
+{
+	for (int n = 0; n <= max; n++) {
+		fake_now += step;
+		if (sb_rwlock_try_read(rw) != 0)
+			return n;
+		assert_int_equal(sb_rwlock_read_unlock(rw), 0); /* one of the others */
+	}
+	return max + 1;
+}
+
+static void a_writer_is_not_starved_by_a_stream_of_readers(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w, r;
+	counting_waker cw, cr;
+	const uint64_t step = BOUND / 64;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	int passes = readers_passing_until_refused(&rw, step, 1000);
+	/* timed at the first pass, past the bound after 64 more steps, caught
+	 * at the next check (every 16th pass) */
+	assert_true(passes > 64);
+	assert_true(passes <= 65 + PASSES_PER_CHECK);
+	/* the handoff phase: readers queue now, behind the writer */
+	assert_int_equal(start(&r, &rw, SB_RWLOCK_READ, &cr), SB_PENDING);
+	assert_int_equal(sb_rwlock_try_read(&rw), -EAGAIN);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0); /* the last reader */
+	assert_true(sb_rwlock_is_write_locked(&rw)); /* handed over */
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	/* the phase covered the writer alone: the reader is woken, the lock
+	 * free again */
+	assert_int_equal(atomic_load(&cr.wakes), 1);
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	assert_int_equal(sb_rwlock_try_write(&rw), 0); /* passes it again */
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(poll_with(&r, &cr), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+/*
+ * Writers passing the queue one after another, `step` ns apart: how many
+ * took the lock before one was refused (at most max + 1).  The caller holds
+ * the write lock, and holds it no more when this returns.
+ */
+static int writers_passing_until_refused(sb_rwlock *rw, uint64_t step, int max)
+{
+	for (int n = 0; n <= max; n++) {
+		fake_now += step;
+		assert_int_equal(sb_rwlock_write_unlock(rw), 0);
+		if (sb_rwlock_try_write(rw) != 0)
+			return n;
+	}
+	return max + 1;
+}
+
+static void readers_are_not_starved_by_a_stream_of_writers_and_a_woken_head_is_granted(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock r[2];
+	counting_waker cr[2];
+	const uint64_t step = BOUND / 64;
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r[0], &rw, SB_RWLOCK_READ, &cr[0]), SB_PENDING);
+	assert_int_equal(start(&r[1], &rw, SB_RWLOCK_READ, &cr[1]), SB_PENDING);
+	int passes = writers_passing_until_refused(&rw, step, 1000);
+	assert_true(passes > 64);
+	assert_true(passes <= 65 + PASSES_PER_CHECK);
+	/* both readers, woken and never polled, were granted at the refusal */
+	assert_int_equal(sb_rwlock_readers(&rw), 2);
+	assert_int_equal(atomic_load(&cr[0].wakes), 1);
+	assert_int_equal(poll_with(&r[0], &cr[0]), 0);
+	assert_int_equal(poll_with(&r[1], &cr[1]), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+static void cancel_of_a_reader_granted_by_a_phase_passes_the_grant_on(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock r, w;
+	counting_waker cr, cw;
+	const uint64_t step = BOUND / 64;
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r, &rw, SB_RWLOCK_READ, &cr), SB_PENDING);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_true(writers_passing_until_refused(&rw, step, 1000) <= 1000);
+	assert_int_equal(sb_rwlock_readers(&rw), 1); /* granted to r */
+	sb_rwlock_lock_cancel(&r); /* never saw it: the phase goes on to w */
+	assert_int_equal(sb_rwlock_readers(&rw), 0);
+	assert_true(sb_rwlock_is_write_locked(&rw));
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+static void cancel_of_a_woken_writer_passes_the_wake_on(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w[2];
+	counting_waker cw[2];
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&w[0], &rw, SB_RWLOCK_WRITE, &cw[0]), SB_PENDING);
+	assert_int_equal(start(&w[1], &rw, SB_RWLOCK_WRITE, &cw[1]), SB_PENDING);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw[0].wakes), 1);
+	assert_int_equal(atomic_load(&cw[1].wakes), 0);
+	sb_rwlock_lock_cancel(&w[0]);
+	assert_int_equal(atomic_load(&cw[1].wakes), 1);
+	/* the woken waker was spent, and its stale copy is never dropped */
+	assert_int_equal(atomic_load(&cw[0].live), 0);
+	assert_int_equal(poll_with(&w[1], &cw[1]), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+static void a_writer_that_queued_during_a_phase_is_timed_half_a_bound_before_its_end(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w[2];
+	counting_waker cw[2];
+	const uint64_t step = BOUND / 64;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w[0], &rw, SB_RWLOCK_WRITE, &cw[0]), SB_PENDING);
+	assert_true(readers_passing_until_refused(&rw, step, 1000) <= 1000);
+	assert_int_equal(start(&w[1], &rw, SB_RWLOCK_WRITE, &cw[1]), SB_PENDING); /* in the phase */
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0); /* the phase's one handoff */
+	assert_int_equal(poll_with(&w[0], &cw[0]), 0);
+	/* w[1] timed as if passed half a bound ago: readers pass it for about
+	 * half a bound more */
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw[1].wakes), 1); /* woken, not handed */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	int passes = readers_passing_until_refused(&rw, step, 1000);
+	assert_true(passes >= 32 - 1);
+	assert_true(passes <= 33 + PASSES_PER_CHECK);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_true(sb_rwlock_is_write_locked(&rw));
+	assert_int_equal(poll_with(&w[1], &cw[1]), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -978,6 +1231,15 @@ int main(void)
 		cmocka_unit_test(blocking_waits_time_out_and_change_nothing),
 		cmocka_unit_test(a_blocking_writer_is_woken_by_the_last_reader_on_another_thread),
 		cmocka_unit_test(readers_and_writers_on_threads_never_overlap),
+		cmocka_unit_test(a_write_unlock_wakes_the_queued_readers_without_granting_and_a_writer_may_barge),
+		cmocka_unit_test(try_read_passes_a_queued_writer_within_the_bound),
+		cmocka_unit_test(a_queue_served_in_order_with_nobody_passing_never_reads_the_clock),
+		cmocka_unit_test(a_writer_is_not_starved_by_a_stream_of_readers),
+		cmocka_unit_test(readers_are_not_starved_by_a_stream_of_writers_and_a_woken_head_is_granted),
+		cmocka_unit_test(cancel_of_a_reader_granted_by_a_phase_passes_the_grant_on),
+		cmocka_unit_test(cancel_of_a_woken_writer_passes_the_wake_on),
+		cmocka_unit_test(a_writer_that_queued_during_a_phase_is_timed_half_a_bound_before_its_end),
 	};
+	sb__clock_set(fake_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

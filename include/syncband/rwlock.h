@@ -1,18 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * syncband/rwlock.h - an async reader-writer lock with FIFO phases, downgrade
- * and an upgradable read.
+ * syncband/rwlock.h - an async reader-writer lock, eventually fair by
+ * default or in strict FIFO phases on request, with downgrade and an
+ * upgradable read.
  *
- *   - Readers share the lock, a writer holds it alone.  Waiters are served in
- *     arrival order, in phases (a writer waits for the readers before it,
- *     readers after a queued writer wait for it), so neither side starves.
- *     try_read() and try_write() never pass a queued waiter.
+ *   - Readers share the lock, a writer holds it alone.
+ *   - Eventually fair (sb_rwlock_init, SB_RWLOCK_INIT): an unlock wakes the
+ *     waiters at the head of the queue that may enter instead of handing
+ *     the lock to them; until they take it, a newcomer may take the lock in
+ *     any way the holders allow, queued waiters or not, try_read() and
+ *     try_write() included ("barging").  Once newcomers have passed a waiter
+ *     for longer than SB_FAIRNESS_BOUND_NS, what frees up is handed to the
+ *     queue in arrival order until every waiter queued then has been served
+ *     (a handoff phase), so neither readers nor writers wait beyond the bound
+ *     plus that phase.
+ *   - Strict FIFO (sb_rwlock_init_fifo, SB_RWLOCK_INIT_FIFO): waiters are
+ *     served in arrival order, in phases (a writer waits for the readers
+ *     before it, readers after a queued writer wait for it), so neither side
+ *     starves.  try_read() and try_write() never pass a queued waiter.
  *   - downgrade() turns the caller's write lock into a read lock atomically
  *     and lets in the readers queued behind it, up to the next writer.
  *   - The upgradable read is a read lock held by at most one caller at a
- *     time; plain readers may still enter while it is held, until a writer or
- *     its upgrade is queued.  Its upgrade waits for the other readers to
- *     leave, ahead of every queued writer, and makes the caller the writer.
+ *     time; plain readers may still enter while it is held, until its
+ *     upgrade is queued (in FIFO mode also until a writer is).  Its upgrade
+ *     waits for the other readers to leave, ahead of every queued writer,
+ *     and makes the caller the writer.
  *   - Cancelling a future that was granted but never saw it passes the grant
  *     on; cancelling an upgrade never loses the upgradable read.
  *
@@ -24,7 +36,8 @@
  * unlock need not come from the thread that locked.
  *
  * Errors (negative errno; every error leaves the lock unchanged)
- *   -EAGAIN      try_*(): held in a conflicting way, or someone is queued ahead
+ *   -EAGAIN      try_*(): held in a conflicting way, or (FIFO mode, or a
+ *                handoff phase) someone is queued ahead
  *   -EPERM       unlock, downgrade or upgrade of a kind the lock is not held in
  *   -EBUSY       destroy() while held or waited on; upgradable_unlock() or a
  *                second upgrade while an upgrade is pending
@@ -42,10 +55,15 @@
 extern "C" {
 #endif
 
-/* 32 bytes on 64-bit targets.  Fields are private. */
+/* sb_rwlock.mode: strict FIFO phases (SB_RWLOCK_INIT_FIFO). */
+#define SB_RWLOCK_FIFO 1u
+
+/* 40 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_rwlock {
-	sb_waitq q;            /* state word: see below; the FIFO of waiters */
-	sb_waiter *upgrading;  /* the pending upgrade's node, under q's lock */
+	sb_waitq q;             /* state word: see below; the FIFO of waiters */
+	sb_waiter *upgrading;   /* the pending upgrade's node, under q's lock */
+	uint32_t mode;          /* 0 or SB_RWLOCK_FIFO, fixed at init */
+	uint32_t handoff_left;  /* guarded by q's lock: see src/rwlock.c */
 } sb_rwlock;
 
 /*
@@ -74,8 +92,9 @@ typedef struct sb_rwlock {
 /* The most plain readers at once (2^58 - 1 on 64-bit targets). */
 #define SB_RWLOCK_MAX_READERS (SIZE_MAX >> SB_RWLOCK_STATE_READERS_SHIFT)
 
-/* Static initialiser: an unlocked rwlock. */
-#define SB_RWLOCK_INIT { SB_WAITQ_INIT(0), NULL }
+/* Static initialisers: an unlocked eventually fair / strict FIFO rwlock. */
+#define SB_RWLOCK_INIT { SB_WAITQ_INIT(0), NULL, 0, 0 }
+#define SB_RWLOCK_INIT_FIFO { SB_WAITQ_INIT(0), NULL, SB_RWLOCK_FIFO, 0 }
 
 /* What a sb_rwlock_lock future acquires (sb_rwlock_lock.kind). */
 enum {
@@ -85,16 +104,23 @@ enum {
 	SB_RWLOCK_UPGRADE = 4,     /* upgradable read -> write lock */
 };
 
-/* 56 bytes on 64-bit targets.  Fields are private. */
+/* 72 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_rwlock_lock {
 	sb_waiter waiter;
 	sb_rwlock *rwlock;
 	int kind;   /* SB_RWLOCK_READ ... SB_RWLOCK_UPGRADE */
 	int status;
+	/* when a newcomer first passed it, or 0 (zeroed by its first poll that
+	 * waits) */
+	uint64_t passed_since;
+	uint32_t passes_at_front; /* passes that found it first, once timed */
 } sb_rwlock_lock;
 
-/* Initialises an unlocked rwlock.  Always returns 0. */
+/* Initialises an unlocked, eventually fair rwlock.  Always returns 0. */
 SB_API int sb_rwlock_init(sb_rwlock *rw);
+
+/* Initialises an unlocked strict-FIFO rwlock.  Always returns 0. */
+SB_API int sb_rwlock_init_fifo(sb_rwlock *rw);
 
 /*
  * Returns 0, or -EBUSY when the lock is held (in any way) or futures are
@@ -146,7 +172,8 @@ static inline bool sb__rwlock_write_fast(sb_rwlock *rw)
 
 /*
  * Takes a read lock if no writer holds it, no upgrade is pending and nobody
- * is queued: 0, -EAGAIN, or -EOVERFLOW.  Acquire ordering.  Never waits
+ * is queued (eventually fair mode, outside a handoff phase: queued or not):
+ * 0, -EAGAIN, or -EOVERFLOW.  Acquire ordering.  Never waits
  * (beyond the internal lock's few instructions).  Inline: one CAS.
  */
 SB_INLINE int sb_rwlock_try_read(sb_rwlock *rw)
@@ -157,8 +184,9 @@ SB_INLINE int sb_rwlock_try_read(sb_rwlock *rw)
 }
 
 /*
- * Releases a read lock; the last reader hands the lock to the queued writer
- * or upgrade (woken after the internal lock is released).  Returns 0, or
+ * Releases a read lock; the last reader hands the lock to the pending
+ * upgrade, or lets in the queued writer (woken after the internal lock is
+ * released: handed the lock in FIFO mode or a handoff phase).  Returns 0, or
  * -EPERM when no plain reader holds it.  Release ordering.  Never waits.
  * Inline: one CAS, unless it is the last reader and someone waits.
  */
@@ -179,7 +207,8 @@ SB_INLINE int sb_rwlock_read_unlock(sb_rwlock *rw)
 }
 
 /*
- * Takes the write lock if it is free and nobody is queued: 0 or -EAGAIN.
+ * Takes the write lock if it is free and nobody is queued (eventually fair
+ * mode, outside a handoff phase: queued or not): 0 or -EAGAIN.
  * Acquire ordering.  Never waits.  Inline: one CAS.
  */
 SB_INLINE int sb_rwlock_try_write(sb_rwlock *rw)
@@ -190,8 +219,9 @@ SB_INLINE int sb_rwlock_try_write(sb_rwlock *rw)
 }
 
 /*
- * Releases the write lock, handing it to the head of the queue: a writer, or
- * the run of readers there.  Returns 0, or -EPERM when no writer holds it.
+ * Releases the write lock, letting in the head of the queue: a writer, or
+ * the run of readers there (woken; handed the lock in FIFO mode or a
+ * handoff phase).  Returns 0, or -EPERM when no writer holds it.
  * Release ordering.  Never waits.  Inline: one CAS when nobody waits.
  */
 SB_INLINE int sb_rwlock_write_unlock(sb_rwlock *rw)
@@ -206,15 +236,17 @@ SB_INLINE int sb_rwlock_write_unlock(sb_rwlock *rw)
 }
 
 /*
- * Turns the caller's write lock into a read lock, atomically, and grants the
- * run of readers queued at the head, up to the next queued writer.  Returns
+ * Turns the caller's write lock into a read lock, atomically, and lets in
+ * the run of readers queued at the head, up to the next queued writer
+ * (woken; granted in FIFO mode or a handoff phase).  Returns
  * 0, or -EPERM when no writer holds the lock.  Release ordering.  Never waits.
  */
 SB_API int sb_rwlock_downgrade(sb_rwlock *rw);
 
 /*
  * Takes the upgradable read if no writer or upgradable reader holds the lock
- * and nobody is queued: 0, -EAGAIN.  Acquire ordering.  Never waits.
+ * and nobody is queued (eventually fair mode, outside a handoff phase:
+ * queued or not): 0, -EAGAIN.  Acquire ordering.  Never waits.
  */
 SB_API int sb_rwlock_try_upgradable_read(sb_rwlock *rw);
 

@@ -1045,7 +1045,7 @@ private:
 };
 
 // co_await sb::read_lock(rw) / sb::write_lock(rw): an sb::rwlock_guard
-// holding a read of `rw` / its write lock, in the lock's FIFO phases.
+// holding a read of `rw` / its write lock, in the lock's order (its mode's).
 inline rwlock_awaiter read_lock(sb_rwlock &rw) noexcept
 {
 	return rwlock_awaiter(rw, rwlock_guard::shared);

@@ -50,15 +50,29 @@
 
 #include <syncband/rwlock.h>
 
+#include "clock.h"
+
 static sb_rwlock *rwl;
 
 static struct {
 	size_t readers;
 	bool writer;
 	bool upgradable;
+	bool fifo;
 	fz_queue q;
 	int kind[FZ_NALL];
+	bool woken[FZ_NALL];
+	uint64_t passed_since[FZ_NALL]; /* 0: not timed */
+	uint32_t passes[FZ_NALL];       /* passes that found it first, once timed */
+	uint64_t now;
+	uint32_t phase; /* grants left in a handoff phase, 0 if none */
 } M;
+
+/* The library's clock is the model's (src/clock.h). */
+static uint64_t model_clock(void)
+{
+	return M.now;
+}
 
 static const char *const kind_names[] = { "?", "read", "write", "upgradable", "upgrade" };
 
@@ -68,6 +82,18 @@ static const char *const kind_names[] = { "?", "read", "write", "upgradable", "u
 static bool m_upgrade_pending(void)
 {
 	return M.q.len > 0 && M.kind[M.q.q[0]] == SB_RWLOCK_UPGRADE;
+}
+
+/* Where the queue of the others starts (behind a pending upgrade). */
+static int m_first(void)
+{
+	return m_upgrade_pending() ? 1 : 0;
+}
+
+/* Whether anyone but a pending upgrade waits (the library's NONEMPTY). */
+static bool m_waiters(void)
+{
+	return M.q.len > m_first();
 }
 
 /* Whether the front of the queue, of `kind`, may have what it waits for. */
@@ -83,6 +109,12 @@ static bool m_may_grant(int kind)
 	default: /* SB_RWLOCK_UPGRADE */
 		return M.readers == 0;
 	}
+}
+
+/* Whether the holders (and no pending upgrade) let `kind` in, queue aside. */
+static bool m_allows(int kind)
+{
+	return !m_upgrade_pending() && m_may_grant(kind);
 }
 
 static void m_take(int kind)
@@ -104,19 +136,157 @@ static void m_take(int kind)
 	}
 }
 
-/* Hands what is free now to the front of the queue. */
+/* Every queued waiter not yet timed (a run at the tail) is timed at `t`. */
+static void m_time_passed_at(uint64_t t)
+{
+	for (int i = M.q.len - 1; i >= m_first() && !M.passed_since[M.q.q[i]]; i--) {
+		M.passed_since[M.q.q[i]] = t ? t : 1;
+		M.passes[M.q.q[i]] = 0;
+	}
+}
+
+/* A handoff phase granted `n` waiters: it ends with the last it covers,
+ * timing the waiters that queued during it half a bound back. */
+static void m_phase_count(uint32_t n)
+{
+	const uint64_t credit = SB_FAIRNESS_BOUND_NS / 2;
+	if (M.phase == 0)
+		return;
+	if (M.phase > n) {
+		M.phase -= n;
+		return;
+	}
+	M.phase = 0;
+	m_time_passed_at(M.now > credit ? M.now - credit : 1);
+}
+
+/* The queue grants queued `s` (a woken one's waker is spent). */
+static void m_complete(int s)
+{
+	fz_q_remove(&M.q, s);
+	if (M.woken[s])
+		fz_complete_woken(s, 0);
+	else
+		fz_complete(s, 0);
+	M.woken[s] = false;
+}
+
+/*
+ * Lets in what is free now: the pending upgrade first; then the front of the
+ * queue, granted in FIFO mode or a handoff phase, otherwise woken (a writer,
+ * or the run of readers up to the next writer), staying queued.
+ */
 static void m_grant(void)
 {
-	while (M.q.len > 0) {
+	for (;;) {
+		if (!m_waiters())
+			M.phase = 0; /* the phase ends with the queue */
+		if (m_upgrade_pending()) {
+			if (M.readers == 0) {
+				int u = M.q.q[0];
+				m_take(SB_RWLOCK_UPGRADE);
+				m_complete(u);
+			}
+			return;
+		}
+		if (M.q.len == 0)
+			return;
 		int h = M.q.q[0];
 		int k = M.kind[h];
 		if (!m_may_grant(k))
 			return;
-		fz_q_pop(&M.q);
-		m_take(k);
-		fz_complete(h, 0);
-		if (k == SB_RWLOCK_WRITE || k == SB_RWLOCK_UPGRADE)
+		if (!M.fifo && M.phase == 0) {
+			bool upgradable = M.upgradable; /* one upgradable reader at most */
+			for (int i = 0; i < M.q.len; i++) {
+				int s = M.q.q[i];
+				int ks = M.kind[s];
+				if (ks == SB_RWLOCK_WRITE ? i > 0 || !m_may_grant(ks)
+							   : M.writer || (ks == SB_RWLOCK_UPGRADABLE && upgradable))
+					break;
+				if (!M.woken[s]) {
+					M.woken[s] = true;
+					fz_wake_registered(s);
+				}
+				if (ks == SB_RWLOCK_WRITE)
+					break;
+				if (ks == SB_RWLOCK_UPGRADABLE)
+					upgradable = true;
+			}
 			return;
+		}
+		if (k == SB_RWLOCK_WRITE) {
+			m_take(k);
+			m_phase_count(1);
+			m_complete(h);
+			if (M.q.len == 0)
+				M.phase = 0; /* the phase ends with the queue */
+			return;
+		}
+		uint32_t n = 0;
+		while (M.q.len > 0 && M.kind[M.q.q[0]] != SB_RWLOCK_WRITE &&
+		       m_may_grant(M.kind[M.q.q[0]])) {
+			int s = M.q.q[0];
+			m_take(M.kind[s]);
+			m_complete(s);
+			n++;
+		}
+		m_phase_count(n);
+	}
+}
+
+/* What a newcomer that the holders let in does about the queue (fair mode). */
+enum { M_BARGE, M_REFUSED, M_PHASE_STARTED };
+
+static int m_barge(int kind)
+{
+	if (M.phase)
+		return M_REFUSED;
+	int h = M.q.q[0];
+	/* the head could share what the newcomer takes: no pass */
+	size_t readers = M.readers;
+	bool writer = M.writer, upgradable = M.upgradable;
+	m_take(kind);
+	bool shares = m_may_grant(M.kind[h]);
+	M.readers = readers;
+	M.writer = writer;
+	M.upgradable = upgradable;
+	if (shares)
+		return M_BARGE;
+	bool first = !M.passed_since[h];
+	if (first || M.passes[h]++ % 16 == 0) { /* checked every 16th (fairness.h) */
+		m_time_passed_at(M.now);
+		if (first)
+			M.passes[h] = 1;
+		else if (M.now - M.passed_since[h] > SB_FAIRNESS_BOUND_NS) {
+			M.phase = (uint32_t)M.q.len;
+			return M_PHASE_STARTED;
+		}
+	}
+	return M_BARGE;
+}
+
+/* A read, write or upgradable read asked for now: true when taken. */
+static bool m_try_take(int kind)
+{
+	for (;;) {
+		if (!m_allows(kind))
+			return false;
+		if (!m_waiters()) {
+			m_take(kind);
+			return true;
+		}
+		if (M.fifo)
+			return false;
+		switch (m_barge(kind)) {
+		case M_BARGE:
+			m_take(kind);
+			return true;
+		case M_REFUSED:
+			return false;
+		default:
+			m_grant(); /* then decide again */
+			break;
+		}
 	}
 }
 
@@ -177,6 +347,8 @@ static void lock_init(void *f, int s)
 static int first_poll(int s)
 {
 	int k = M.kind[s];
+	M.woken[s] = false;
+	M.passed_since[s] = 0;
 	if (k == SB_RWLOCK_UPGRADE) {
 		if (!M.upgradable)
 			return -EPERM;
@@ -192,17 +364,40 @@ static int first_poll(int s)
 		M.q.len++;
 		return SB_PENDING;
 	}
-	if (M.q.len == 0 && m_may_grant(k)) {
-		m_take(k);
+	if (m_try_take(k))
 		return 0;
-	}
 	fz_q_push(&M.q, s);
 	return SB_PENDING;
 }
 
+/* A woken waiter's poll tries again; others re-register. */
+static int queued_poll(int s, fz_wid w)
+{
+	if (!M.woken[s]) {
+		fz_reregister(s, w);
+		return SB_PENDING;
+	}
+	M.woken[s] = false;
+	if (M.phase == 0 && m_allows(M.kind[s])) {
+		fz_q_remove(&M.q, s);
+		m_take(M.kind[s]);
+		return 0;
+	}
+	if (!M.passed_since[s])
+		m_time_passed_at(M.now); /* lost to a newcomer: the queue was passed */
+	fz_register(s, w); /* in its place again */
+	return SB_PENDING;
+}
+
+static bool woken(int s)
+{
+	return M.woken[s];
+}
+
+/* Left the queue (a woken one's wake goes on): let in what may enter now. */
 static void cancel_queued(int s)
 {
-	(void)s;
+	M.woken[s] = false;
 	m_grant();
 }
 
@@ -243,6 +438,8 @@ static const fz_model model = {
 	.queue = &M.q,
 	.init = lock_init,
 	.first_poll = first_poll,
+	.queued_poll = queued_poll,
+	.woken = woken,
 	.cancel_queued = cancel_queued,
 	.cancel_detached = cancel_detached,
 	.step_end = step_end,
@@ -255,13 +452,16 @@ static void new_rwlock(bool static_init)
 {
 	rwl = fz_xmalloc(sizeof *rwl);
 	if (static_init)
-		*rwl = (sb_rwlock)SB_RWLOCK_INIT;
+		*rwl = M.fifo ? (sb_rwlock)SB_RWLOCK_INIT_FIFO : (sb_rwlock)SB_RWLOCK_INIT;
+	else if (M.fifo)
+		FZ_EXPECT_RES("sb_rwlock_init_fifo", 0, sb_rwlock_init_fifo(rwl));
 	else
 		FZ_EXPECT_RES("sb_rwlock_init", 0, sb_rwlock_init(rwl));
 	fz_locks[0] = FZ_LOCKWORD(rwl);
 	M.readers = 0;
 	M.writer = M.upgradable = false;
 	M.q.len = 0;
+	M.phase = 0;
 }
 
 static bool slot_busy(int s)
@@ -311,9 +511,9 @@ static void op_try(int kind)
 			exp = 0;
 	} else {
 		fz_step_begin("try_%s()", kind_names[kind]);
-		exp = M.q.len == 0 && m_may_grant(kind) ? 0 : -EAGAIN;
+		exp = m_try_take(kind) ? 0 : -EAGAIN;
 	}
-	if (exp == 0)
+	if (exp == 0 && kind == SB_RWLOCK_UPGRADE)
 		m_take(kind);
 	int got = kind == SB_RWLOCK_READ	 ? sb_rwlock_try_read(rwl)
 		  : kind == SB_RWLOCK_WRITE	 ? sb_rwlock_try_write(rwl)
@@ -330,8 +530,12 @@ static void op_read_unlock(void)
 	fz_step_begin("read_unlock()%s", M.readers ? "" : " with no reader");
 	int exp = M.readers ? 0 : -EPERM;
 	if (M.readers) {
+		/* lock-free (nothing let in) unless the last reader with someone
+		 * waiting */
+		bool slow = M.readers == 1 && M.q.len > 0;
 		M.readers--;
-		m_grant();
+		if (slow)
+			m_grant();
 	}
 	FZ_EXPECT_RES("sb_rwlock_read_unlock", exp, sb_rwlock_read_unlock(rwl));
 	step_end();
@@ -349,7 +553,8 @@ static void op_write_unlock(bool downgrade)
 		M.writer = false;
 		if (downgrade)
 			M.readers++;
-		m_grant();
+		if (M.q.len > 0) /* lock-free with nobody waiting */
+			m_grant();
 	}
 	FZ_EXPECT_RES(downgrade ? "sb_rwlock_downgrade" : "sb_rwlock_write_unlock", exp,
 		      downgrade ? sb_rwlock_downgrade(rwl) : sb_rwlock_write_unlock(rwl));
@@ -364,7 +569,8 @@ static void op_upgradable_unlock(void)
 	int exp = !M.upgradable ? -EPERM : m_upgrade_pending() ? -EBUSY : 0;
 	if (exp == 0) {
 		M.upgradable = false;
-		m_grant();
+		if (M.q.len > 0) /* lock-free with nobody waiting */
+			m_grant();
 	}
 	FZ_EXPECT_RES("sb_rwlock_upgradable_unlock", exp, sb_rwlock_upgradable_unlock(rwl));
 	step_end();
@@ -378,7 +584,8 @@ static void op_destroy(bool static_init)
 		step_end();
 		return;
 	}
-	fz_step_begin("destroy(), then %s", static_init ? "SB_RWLOCK_INIT" : "sb_rwlock_init");
+	fz_step_begin("destroy(), then %s%s", static_init ? "SB_RWLOCK_INIT" : "sb_rwlock_init",
+		      M.fifo ? "_fifo" : "");
 	FZ_EXPECT_RES("sb_rwlock_destroy", 0, sb_rwlock_destroy(rwl));
 	FZ_ASSERT_MODEL(!fz_any_slot(FS_DETACHED));
 	fz_forget_slots();
@@ -387,16 +594,25 @@ static void op_destroy(bool static_init)
 	step_end();
 }
 
+/* The clock moves: a little, or past the fairness bound. */
+static void op_time(uint8_t how)
+{
+	uint64_t step = (how & 3) == 0 ? SB_FAIRNESS_BOUND_NS + 1 : (uint64_t)how * 1000;
+	fz_step_begin("clock + %llu ns", (unsigned long long)step);
+	M.now += step;
+	step_end();
+}
+
 /* ------------------------------------------------------------- the driver */
 
 enum {
 	OP_INIT = FZ_OP_FIRST_OWN, OP_TRY, OP_READ_UNLOCK, OP_WRITE_UNLOCK, OP_DOWNGRADE,
-	OP_UPGRADABLE_UNLOCK, OP_DESTROY, OP_CROWD,
+	OP_UPGRADABLE_UNLOCK, OP_DESTROY, OP_CROWD, OP_TIME,
 };
 
 static const uint8_t ops[16] = {
 	OP_INIT, OP_INIT, OP_POLL, OP_POLL, OP_POLL_ALL, OP_CANCEL, OP_TRY, OP_TRY,
-	OP_READ_UNLOCK, OP_READ_UNLOCK, OP_WRITE_UNLOCK, OP_DOWNGRADE, OP_UPGRADABLE_UNLOCK,
+	OP_READ_UNLOCK, OP_TIME, OP_WRITE_UNLOCK, OP_DOWNGRADE, OP_UPGRADABLE_UNLOCK,
 	OP_DESTROY, OP_CROWD, OP_CANCEL_CROWD,
 };
 
@@ -408,7 +624,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_reset_slots();
 
 	uint8_t b0 = fz_byte(&in);
-	fz_step_begin("rwlock %s", (b0 & 1) ? "SB_RWLOCK_INIT" : "sb_rwlock_init");
+	M.fifo = b0 & 2;
+	M.now = 1000;
+	sb__clock_set(model_clock);
+	fz_step_begin("rwlock %s%s", (b0 & 1) ? "SB_RWLOCK_INIT" : "sb_rwlock_init",
+		      M.fifo ? " (FIFO)" : " (eventually fair)");
 	new_rwlock(b0 & 1);
 	step_end();
 
@@ -438,6 +658,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_DESTROY:
 			op_destroy(fz_byte(&in) & 1);
+			break;
+		case OP_TIME:
+			op_time(fz_byte(&in));
 			break;
 		case OP_CROWD: {
 			uint8_t k = fz_byte(&in);

@@ -9,7 +9,11 @@
  * fails the check; every check also ends with the lock free, every waker
  * clone woken or dropped, and destroy() succeeding.  Under the weak model,
  * what a holder writes before it unlocks or downgrades must happen-before
- * what the next holder reads.
+ * what the next holder reads.  Every scenario runs in both modes: strict
+ * FIFO, and eventually fair with the model's clock standing still (nobody
+ * overdue: wakes, retries and barging), and two more run the fair mode's
+ * handoff phase (one with a cancel after its grant), the clock moved past
+ * the bound in their setups.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +27,7 @@
 
 #include <syncband/rwlock.h>
 
+#include "clock.h"
 #include "sched.h"
 
 /* Under the weak model: a clone happens-before every use of that clone. */
@@ -33,6 +38,16 @@
 
 enum { PREEMPTIONS = 4, LIMIT = 2000000, RANDOM_RUNS = 3000, SEED = 20261201 };
 enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
+
+/* The mode every scenario's lock starts in (set by each test). */
+static bool fifo_mode;
+
+/* The model's clock (src/clock.h), installed in main: only setups move it. */
+static uint64_t model_now = 1000;
+static uint64_t model_clock(void)
+{
+	return model_now;
+}
 
 typedef struct rw_ctx {
 	sb_rwlock rw;
@@ -112,7 +127,11 @@ static void reader_section(rw_ctx *c)
 
 static void setup_wakers(rw_ctx *c)
 {
-	sb_rwlock_init(&c->rw);
+	if (fifo_mode)
+		sb_rwlock_init_fifo(&c->rw);
+	else
+		sb_rwlock_init(&c->rw);
+	model_now = 1000;
 	for (int i = 0; i < 4; i++)
 		counting_waker_init(&c->w[i]);
 }
@@ -307,13 +326,19 @@ static void up_check(void *p)
  * A reader holds; a writer and a reader are queued behind it (setup).  The
  * reader leaves, granting the writer; the writer's owner cancels, which
  * passes the lock on to the reader behind it (or, cancelling first, lets
- * it in beside the first reader); that reader, woken, enters.
+ * it in beside the first reader); that reader, woken, enters.  Eventually
+ * fair mode (where the reader would pass the queued writer): a writer
+ * holds, and its unlock wakes the queued writer, whose cancel passes the
+ * wake on (or, cancelling first, leaves the reader first).
  */
 static void cgw_setup(void *p)
 {
 	rw_ctx *c = p;
 	setup_wakers(c);
-	MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0);
+	if (fifo_mode)
+		MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0);
+	else
+		MODEL_CHECK(sb_rwlock_try_write(&c->rw) == 0);
 	sb_rwlock_write_init(&c->f[0], &c->rw);
 	MODEL_CHECK(poll_rw(c, 0) == SB_PENDING);
 	sb_rwlock_read_init(&c->f[1], &c->rw);
@@ -322,7 +347,10 @@ static void cgw_setup(void *p)
 static void cgw_reader_leaves(void *p)
 {
 	rw_ctx *c = p;
-	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	if (fifo_mode)
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	else
+		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
 }
 static void cgw_cancel_writer(void *p)
 {
@@ -442,6 +470,91 @@ static void lf_check(void *p)
 	check_free(c);
 }
 
+/* --- a handoff phase vs the last reader leaving and a reader arriving ----
+ * Eventually fair mode (FIFO mode: the reader queues behind the writer at
+ * once).  A reader holds; a writer is queued; setup lets readers pass it,
+ * one at a time, the clock moved past the bound after the first, until one
+ * is refused: a handoff phase covers the writer.  The last reader leaves,
+ * handing the writer the lock; a new reader arrives, refused by the phase
+ * until the writer is done, and sees its write.
+ */
+static void ph_setup(void *p)
+{
+	rw_ctx *c = p;
+	setup_wakers(c);
+	MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0);
+	sb_rwlock_write_init(&c->f[0], &c->rw);
+	MODEL_CHECK(poll_rw(c, 0) == SB_PENDING);
+	int passes = 0;
+	while (sb_rwlock_try_read(&c->rw) == 0) {
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+		model_now += SB_FAIRNESS_BOUND_NS + 1; /* overdue from the first */
+		MODEL_CHECK(++passes <= 17);
+	}
+}
+static void ph_reader_leaves(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+}
+static void ph_writer(void *p)
+{
+	rw_ctx *c = p;
+	if (drive_queued(c, 0) == 0) {
+		publish(c);
+		writer_section(c);
+		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
+	}
+}
+static void ph_reader_arrives(void *p)
+{
+	rw_ctx *c = p;
+	sb_rwlock_read_init(&c->f[1], &c->rw);
+	if (drive(c, 1) == 0) {
+		consume(c); /* the writer was handed the lock first */
+		reader_section(c);
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	}
+}
+static void ph_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[0] == 0 && c->r[1] == 0);
+	check_free(c);
+}
+
+/* --- cancel of a writer that a handoff phase granted -----------------------
+ * Eventually fair mode.  As ph_setup, and then a reader queues behind the
+ * writer (refused by the phase, which covers the writer alone).  The last
+ * reader leaves, handing the writer the lock; the writer's owner cancels,
+ * which passes the grant on (or, cancelling first, lets the phase go on to
+ * the reader); the queued reader, woken, enters.
+ */
+static void pc_setup(void *p)
+{
+	rw_ctx *c = p;
+	ph_setup(c);
+	sb_rwlock_read_init(&c->f[1], &c->rw);
+	MODEL_CHECK(poll_rw(c, 1) == SB_PENDING);
+}
+static void pc_cancel_writer(void *p)
+{
+	rw_ctx *c = p;
+	sb_rwlock_lock_cancel(&c->f[0]);
+}
+static void pc_queued_reader(void *p)
+{
+	rw_ctx *c = p;
+	if (drive_queued(c, 1) == 0)
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+}
+static void pc_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[1] == 0);
+	check_free(c);
+}
+
 static const sb_model_scenario scenarios[] = {
 	{ "rwlock: read vs write vs cancel", 3, sizeof(rw_ctx), rwc_setup,
 	  { rwc_cancel_writer, rwc_reader_leaves, rwc_reader_arrives }, rwc_check },
@@ -459,44 +572,96 @@ static const sb_model_scenario scenarios[] = {
 	  lf_setup_writer, { lf_downgrader, lf_try_reader }, lf_check },
 	{ "rwlock: an upgradable unlock with nobody waiting vs a try_write", 2, sizeof(rw_ctx),
 	  lf_setup_upgradable, { lf_upgradable_leaves, lf_try_writer }, lf_check },
+	/* the fair mode's alone (the last ones, see COUNT_IN) */
+	{ "rwlock: a handoff phase vs the last reader leaving and a reader arriving", 3,
+	  sizeof(rw_ctx), ph_setup, { ph_reader_leaves, ph_writer, ph_reader_arrives },
+	  ph_check },
+	{ "rwlock: cancel of a writer a handoff phase granted", 3, sizeof(rw_ctx), pc_setup,
+	  { ph_reader_leaves, pc_cancel_writer, pc_queued_reader }, pc_check },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Under sequential consistency when stale_reads < 0, else the weak model. */
+/* The scenarios of the mode fifo_mode names: all but the fair ones in FIFO. */
+#define COUNT_IN() (COUNT(scenarios) - (fifo_mode ? 2 : 0))
+
+/* The downgrade scenario (scenarios[2]). */
+enum { DOWNGRADE_SCENARIO = 2 };
+
+/*
+ * Under sequential consistency when stale_reads < 0, else the weak model.
+ * The downgrade scenario in the fair mode under the weak model runs one
+ * preemption fewer: its queued reader's wake and retry and the writer's
+ * barging take it past LIMIT schedules with three (5.2 million in all).
+ */
 static void explore_all(int preemptions, int stale_reads)
 {
-	assert_true(sb_model_explore_all(scenarios, COUNT(scenarios), preemptions, stale_reads,
-					 LIMIT));
+	for (size_t i = 0; i < COUNT_IN(); i++) {
+		int p = preemptions;
+		if (!fifo_mode && stale_reads >= 0 && i == DOWNGRADE_SCENARIO)
+			p--;
+		assert_true(sb_model_explore_all(&scenarios[i], 1, p, stale_reads, LIMIT));
+	}
 }
 
 static void random_all(int stale_reads)
 {
-	assert_true(sb_model_random_all(scenarios, COUNT(scenarios), SEED, RANDOM_RUNS,
-					stale_reads));
+	assert_true(sb_model_random_all(scenarios, COUNT_IN(), SEED, RANDOM_RUNS, stale_reads));
 }
 
-static void every_rwlock_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+static void every_fair_rwlock_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
 	(void)state;
+	fifo_mode = false;
 	explore_all(PREEMPTIONS, -1);
 }
 
-static void every_rwlock_scenario_holds_over_random_schedules(void **state)
+static void every_fair_rwlock_scenario_holds_over_random_schedules(void **state)
 {
 	(void)state;
+	fifo_mode = false;
 	random_all(-1);
 }
 
-static void every_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+static void every_fair_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
 {
 	(void)state;
+	fifo_mode = false;
 	explore_all(WEAK_PREEMPTIONS, STALE_READS);
 }
 
-static void every_rwlock_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+static void every_fair_rwlock_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
 {
 	(void)state;
+	fifo_mode = false;
+	random_all(WEAK_RANDOM_STALE_READS);
+}
+
+static void every_fifo_rwlock_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+{
+	(void)state;
+	fifo_mode = true;
+	explore_all(PREEMPTIONS, -1);
+}
+
+static void every_fifo_rwlock_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	fifo_mode = true;
+	random_all(-1);
+}
+
+static void every_fifo_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	fifo_mode = true;
+	explore_all(WEAK_PREEMPTIONS, STALE_READS);
+}
+
+static void every_fifo_rwlock_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	fifo_mode = true;
 	random_all(WEAK_RANDOM_STALE_READS);
 }
 
@@ -504,11 +669,14 @@ static void every_rwlock_scenario_holds_over_random_schedules_under_the_weak_mod
 static long rmws_before;
 #define RMWS(expr) (rmws_before = sb_model_rmws(), (expr), sb_model_rmws() - rmws_before)
 
-static void uncontended_read_and_write_lock_and_unlock_are_one_read_modify_write_each(void **state)
+static void uncontended_rmws(bool fifo)
 {
-	(void)state;
 	sb_waker noop = sb_waker_noop();
-	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock rw;
+	if (fifo)
+		sb_rwlock_init_fifo(&rw);
+	else
+		sb_rwlock_init(&rw);
 	assert_int_equal(RMWS(sb_rwlock_try_read(&rw)), 1);
 	assert_int_equal(RMWS(sb_rwlock_try_read(&rw)), 1);
 	assert_int_equal(RMWS(sb_rwlock_read_unlock(&rw)), 1);
@@ -536,10 +704,19 @@ static void uncontended_read_and_write_lock_and_unlock_are_one_read_modify_write
 	sb_rwlock_write_init(&f, &rw);
 	assert_int_equal(sb_rwlock_lock_poll(&f, &noop), SB_PENDING);
 	assert_int_equal(RMWS(sb_rwlock_read_unlock(&rw)), 1);
-	/* the last one hands over: lock and unlock */
+	/* the last one hands over (FIFO: lock and unlock, and the poll finds
+	 * it granted) or wakes the writer (fair: lock and unlock, and its
+	 * retry takes the lock under the queue lock: lock and unlock) */
 	assert_int_equal(RMWS(sb_rwlock_read_unlock(&rw)), 2);
-	assert_int_equal(RMWS(sb_rwlock_lock_poll(&f, &noop)), 0);
+	assert_int_equal(RMWS(sb_rwlock_lock_poll(&f, &noop)), fifo ? 0 : 2);
 	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+}
+
+static void uncontended_read_and_write_lock_and_unlock_are_one_read_modify_write_each(void **state)
+{
+	(void)state;
+	uncontended_rmws(false);
+	uncontended_rmws(true);
 }
 
 /* test_model_rwlock [RUN-PATTERN]: cmocka's test name filter. */
@@ -549,10 +726,15 @@ int main(int argc, char **argv)
 		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(uncontended_read_and_write_lock_and_unlock_are_one_read_modify_write_each),
-		cmocka_unit_test(every_rwlock_scenario_holds_over_all_schedules_with_four_preemptions),
-		cmocka_unit_test(every_rwlock_scenario_holds_over_random_schedules),
-		cmocka_unit_test(every_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
-		cmocka_unit_test(every_rwlock_scenario_holds_over_random_schedules_under_the_weak_model),
+		cmocka_unit_test(every_fair_rwlock_scenario_holds_over_all_schedules_with_four_preemptions),
+		cmocka_unit_test(every_fair_rwlock_scenario_holds_over_random_schedules),
+		cmocka_unit_test(every_fair_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_fair_rwlock_scenario_holds_over_random_schedules_under_the_weak_model),
+		cmocka_unit_test(every_fifo_rwlock_scenario_holds_over_all_schedules_with_four_preemptions),
+		cmocka_unit_test(every_fifo_rwlock_scenario_holds_over_random_schedules),
+		cmocka_unit_test(every_fifo_rwlock_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
+		cmocka_unit_test(every_fifo_rwlock_scenario_holds_over_random_schedules_under_the_weak_model),
 	};
+	sb__clock_set(model_clock);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,9 +5,9 @@
  *
  * For every selected primitive (all of them by default: semaphore,
  * semaphore-fifo, mutex, mutex-fifo, condvar, event, auto-event, rwlock,
- * barrier, latch, once, channel, broadcast, watch), SECONDS seconds (default
- * 10) of twice as many threads as cores (8 at least) and TORTURE_TASKS
- * floating executor tasks contending, with
+ * rwlock-fifo, barrier, latch, once, channel, broadcast, watch), SECONDS
+ * seconds (default 10) of twice as many threads as cores (8 at least) and
+ * TORTURE_TASKS floating executor tasks contending, with
  * invariants checked as they go (torture_*.c), a statistics line every 5 s
  * and at the end:
  * operations, cancels, timeouts, the starvation ratio, the longest a
@@ -31,11 +31,11 @@
  * the threads' ratio read 0.978.
  *
  * A run of TORTURE_FAIR_SECONDS or more holds the ratio to the primitive's
- * target: 0.8 for the eventually fair mutex and semaphore and the condvar
- * (whose waits re-acquire a mutex), 0.95 for the strict FIFO ones
- * (mutex-fifo, semaphore-fifo, rwlock, auto-event, channel).  Shorter runs
- * print it: a few seconds on a loaded machine are too few for the shares to
- * even out (the fair mutex
+ * target: 0.8 for the eventually fair mutex, semaphore and rwlock and the
+ * condvar (whose waits re-acquire a mutex), 0.95 for the strict FIFO ones
+ * (mutex-fifo, semaphore-fifo, rwlock-fifo, auto-event, channel).  Shorter
+ * runs print it: a few seconds on a loaded machine are too few for the
+ * shares to even out (the fair mutex
  * reads 0.7-0.9 at 5-10 s, 0.95 at 60 s on two cores).  For event, barrier,
  * latch and once it is printed only: their operations are not turns at
  * something scarce (a set event, an open latch, a done once let everyone
@@ -675,8 +675,8 @@ static void watch(uint64_t now, uint64_t *last_change, long *last_progress, bool
 
 static const torture_prim *const all_prims[] = {
 	&torture_semaphore, &torture_semaphore_fifo, &torture_mutex, &torture_mutex_fifo,
-	&torture_condvar,
-	&torture_event, &torture_auto_event, &torture_rwlock, &torture_barrier,
+	&torture_condvar, &torture_event, &torture_auto_event, &torture_rwlock,
+	&torture_rwlock_fifo, &torture_barrier,
 	&torture_latch, &torture_once, &torture_channel, &torture_broadcast, &torture_watch,
 };
 enum { NPRIMS = sizeof all_prims / sizeof all_prims[0] };
@@ -816,7 +816,8 @@ int main(int argc, char **argv)
 			if (!strcmp(s, all_prims[i]->name) ||
 			    (!strcmp(s, "auto_event") && all_prims[i] == &torture_auto_event) ||
 			    (!strcmp(s, "mutex_fifo") && all_prims[i] == &torture_mutex_fifo) ||
-			    (!strcmp(s, "semaphore_fifo") && all_prims[i] == &torture_semaphore_fifo))
+			    (!strcmp(s, "semaphore_fifo") && all_prims[i] == &torture_semaphore_fifo) ||
+			    (!strcmp(s, "rwlock_fifo") && all_prims[i] == &torture_rwlock_fifo))
 				found = i;
 		if (found < 0) {
 			out(2, "torture: unknown primitive '%s'\n", s);

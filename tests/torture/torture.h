@@ -154,8 +154,9 @@ typedef struct torture_prim {
  * seconds are too few for the shares to even out. */
 enum { TORTURE_FAIR_SECONDS = 30 };
 
-extern const torture_prim torture_semaphore, torture_semaphore_fifo, torture_mutex, torture_mutex_fifo,
-	torture_condvar, torture_event, torture_auto_event, torture_rwlock, torture_barrier,
+extern const torture_prim torture_semaphore, torture_semaphore_fifo, torture_mutex,
+	torture_mutex_fifo, torture_condvar, torture_event, torture_auto_event, torture_rwlock,
+	torture_rwlock_fifo, torture_barrier,
 	torture_latch, torture_once, torture_channel, torture_broadcast, torture_watch;
 
 /* The run's contenders (threads first, then tasks) and how many there are. */

@@ -3,7 +3,7 @@
  * The torture of the locks: semaphore and semaphore-fifo (permits in use
  * never above the count, all back at the end of each round; the semaphore
  * is closed and replaced every 100 ms), mutex and mutex-fifo (mutual
- * exclusion), rwlock
+ * exclusion), rwlock and rwlock-fifo
  * (writers alone, readers never with a writer, the upgradable read alone,
  * upgrades and downgrades), condvar (mutual exclusion under its mutex, a
  * notified wait holds the mutex again, a cancelled or timed-out one does not).
@@ -390,14 +390,24 @@ static void rw_upgraded(torture_contender *c)
 	c->kind = K_UPGRADED;
 }
 
-static void rw_setup(void)
+static void rw_setup_with(int (*init)(sb_rwlock *))
 {
-	sb_rwlock_init(&rw);
+	init(&rw);
 	atomic_store(&rw_readers, 0);
 	atomic_store(&rw_writers, 0);
 	atomic_store(&rw_upgradable, 0);
 	atomic_store(&rw_upgrades, 0);
 	atomic_store(&rw_downgrades, 0);
+}
+
+static void rw_setup_fair(void)
+{
+	rw_setup_with(sb_rwlock_init);
+}
+
+static void rw_setup_fifo(void)
+{
+	rw_setup_with(sb_rwlock_init_fifo);
 }
 
 static int rw_pick(torture_contender *c)
@@ -535,7 +545,12 @@ static void rw_describe(char *buf, size_t size)
 }
 
 const torture_prim torture_rwlock = {
-	"rwlock", rw_setup, rw_blocking, rw_begin, rw_done, rw_release,
+	"rwlock", rw_setup_fair, rw_blocking, rw_begin, rw_done, rw_release,
+	nothing, nothing, rw_teardown, rw_describe, 800,
+};
+
+const torture_prim torture_rwlock_fifo = {
+	"rwlock-fifo", rw_setup_fifo, rw_blocking, rw_begin, rw_done, rw_release,
 	nothing, nothing, rw_teardown, rw_describe, 950,
 };
 

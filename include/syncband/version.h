@@ -13,7 +13,7 @@
 #include <syncband/future.h>
 
 #define SYNCBAND_VERSION_MAJOR 0
-#define SYNCBAND_VERSION_MINOR 1
+#define SYNCBAND_VERSION_MINOR 2
 #define SYNCBAND_VERSION_PATCH 0
 
 #define SB__VERSION_STR(x) #x

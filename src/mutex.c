@@ -4,7 +4,6 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "cpu.h"
 #include "fairness.h"
 #include "park.h"
 #include "wait_future.h"
@@ -547,14 +546,14 @@ SB_FUTURE_OPS(sb_mutex_lock_ops, sb_mutex_lock, sb_mutex_lock_poll, sb_mutex_loc
 
 /*
  * Eventually fair mode: a thread about to queue in sb_mutex_lock_blocking
- * first watches the word for MUTEX_SPIN_NS, taking the mutex if it sees it
- * free.  Critical sections are mostly far shorter than that, and a thread
+ * first watches the word for SB_PARK_SPIN_NS (sb_park_spin_before_queueing),
+ * taking the mutex if it sees it free.  Critical sections are mostly far shorter than that, and a thread
  * that queues instead pays a futex wait, its unlocker a futex wake, and both
  * their slow paths until it retries: two threads pinned to two cores that
  * queued at once ran 20 to 101 ns an operation, against 12 to 20 with this
  * spin (pthread_mutex_t: 26 to 46).
  *
- * It reads the word once every MUTEX_SPIN_POLL_NS, pausing in between and
+ * It reads the word once every SB_PARK_SPIN_POLL_NS, pausing in between and
  * timing itself by the clock, not by a count of pauses (whose length differs
  * tenfold between CPUs): every read pulls the line away from the holder's
  * core, and polled every 200 ns instead the same two threads ran 17 to 40
@@ -572,51 +571,16 @@ SB_FUTURE_OPS(sb_mutex_lock_ops, sb_mutex_lock, sb_mutex_lock_poll, sb_mutex_loc
  * of 0 never waits), nor in the model-check build, where every poll would be
  * a scheduling point that adds no behaviour.
  */
-static const uint64_t MUTEX_SPIN_NS = 5000;
-static const uint64_t MUTEX_SPIN_POLL_NS = 1000;
-#ifdef SB_MODEL_CHECK
-static const bool MUTEX_SPINS = false;
-#else
-static const bool MUTEX_SPINS = true;
-#endif
-
-/* The spin above, with its slot taken: true if it took the mutex. */
-static bool mutex_spin_for_free(sb_mutex *m, uint64_t start)
+/* One look of the spin (park.h): the mutex taken, or waiters to queue behind. */
+static enum sb_park_look mutex_spin_look(void *arg)
 {
-	uint64_t now = start, next_poll = start + MUTEX_SPIN_POLL_NS;
-	while (now - start < MUTEX_SPIN_NS) {
-		sb_cpu_relax();
-		now = sb_now_ns();
-		if (now < next_poll)
-			continue;
-		next_poll = now + MUTEX_SPIN_POLL_NS;
-		size_t state = mutex_load(m);
-		if (state & SB_WAITQ_NONEMPTY)
-			return false;
-		if (!(state & SB_MUTEX_STATE_LOCKED) && sb_mutex_try_lock(m) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The spin above, if this wait may spin: true if it took the mutex.  Takes
- * what it spent off *timeout_ns.
- */
-static bool mutex_spin_before_queueing(sb_mutex *m, uint64_t *timeout_ns)
-{
-	if (!MUTEX_SPINS || mutex_is_fifo(m) || *timeout_ns < MUTEX_SPIN_NS)
-		return false;
-	uint64_t start = sb_now_ns();
-	if (!sb_park_streak_allows_spin(start) || !sb_park_take_spin_slot())
-		return false;
-	bool taken = mutex_spin_for_free(m, start);
-	sb_park_give_spin_slot();
-	if (!taken && *timeout_ns != SB_TIMEOUT_INFINITE) {
-		uint64_t spent = sb_now_ns() - start;
-		*timeout_ns = *timeout_ns > spent ? *timeout_ns - spent : 0;
-	}
-	return taken;
+	sb_mutex *m = arg;
+	size_t state = mutex_load(m);
+	if (state & SB_WAITQ_NONEMPTY)
+		return SB_PARK_LOOK_QUEUE;
+	if (!(state & SB_MUTEX_STATE_LOCKED) && sb_mutex_try_lock(m) == 0)
+		return SB_PARK_LOOK_TAKEN;
+	return SB_PARK_LOOK_AGAIN;
 }
 
 int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
@@ -625,7 +589,7 @@ int sb_mutex_lock_blocking(sb_mutex *m, uint64_t timeout_ns)
 	 * in FIFO mode a free mutex has nobody queued); this skips the parker. */
 	if (sb_mutex_try_lock(m) == 0)
 		return 0;
-	if (mutex_spin_before_queueing(m, &timeout_ns))
+	if (!mutex_is_fifo(m) && sb_park_spin_before_queueing(mutex_spin_look, m, &timeout_ns))
 		return 0;
 	sb_mutex_lock f;
 	sb_mutex_lock_init(&f, m);

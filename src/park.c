@@ -120,6 +120,53 @@ int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *tim
 	return r;
 }
 
+/*
+ * sb_park_spin_before_queueing (park.h).  It reads the lock once every
+ * SB_PARK_SPIN_POLL_NS, not on every pause: every read pulls the line away
+ * from the holder's core (src/mutex.c has the numbers).  None in the
+ * model-check build, where every look would be a scheduling point that adds
+ * no behaviour.
+ */
+#ifdef SB_MODEL_CHECK
+static const bool PARK_SPINS_BEFORE_QUEUEING = false;
+#else
+static const bool PARK_SPINS_BEFORE_QUEUEING = true;
+#endif
+
+/* The spin, with its slot taken: true if look took the lock. */
+static bool park_spin_for(enum sb_park_look (*look)(void *arg), void *arg, uint64_t start)
+{
+	uint64_t now = start, next_poll = start + SB_PARK_SPIN_POLL_NS;
+	while (now - start < SB_PARK_SPIN_NS) {
+		sb_cpu_relax();
+		now = sb_now_ns();
+		if (now < next_poll)
+			continue;
+		next_poll = now + SB_PARK_SPIN_POLL_NS;
+		enum sb_park_look seen = look(arg);
+		if (seen != SB_PARK_LOOK_AGAIN)
+			return seen == SB_PARK_LOOK_TAKEN;
+	}
+	return false;
+}
+
+bool sb_park_spin_before_queueing(enum sb_park_look (*look)(void *arg), void *arg,
+				  uint64_t *timeout_ns)
+{
+	if (!PARK_SPINS_BEFORE_QUEUEING || *timeout_ns < SB_PARK_SPIN_NS)
+		return false;
+	uint64_t start = sb_now_ns();
+	if (!sb_park_streak_allows_spin(start) || !sb_park_take_spin_slot())
+		return false;
+	bool taken = park_spin_for(look, arg, start);
+	sb_park_give_spin_slot();
+	if (!taken && *timeout_ns != SB_TIMEOUT_INFINITE) {
+		uint64_t spent = sb_now_ns() - start;
+		*timeout_ns = *timeout_ns > spent ? *timeout_ns - spent : 0;
+	}
+	return taken;
+}
+
 typedef struct sb_parker {
 	_Atomic uint32_t word;
 } sb_parker;

@@ -27,7 +27,7 @@ static inline int sb_park_block_on(void *future, const sb_future_ops *ops, uint6
 
 /*
  * Every spinning wait in the library (the parker's before it sleeps, the
- * eventually fair mutex's before it queues) first takes one of the spinning
+ * eventually fair locks' before they queue) first takes one of the spinning
  * slots, as many as the cores less one: with more threads than cores, a
  * waiter that spins takes the core that the holder needs to finish (and
  * with it the wake or the release the waiter waits for).  A waiter that
@@ -49,6 +49,24 @@ void sb_park_give_spin_slot(void);
  */
 #define SB_PARK_RETRY_YIELDS 8u
 int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns);
+
+/*
+ * The spin of an eventually fair lock's blocking wait before it queues (the
+ * mutex's and the rwlock's; src/mutex.c says why, with the measurements):
+ * calls `look(arg)` once every SB_PARK_SPIN_POLL_NS, pausing in between and
+ * timed by the clock, for at most SB_PARK_SPIN_NS.  look says whether it
+ * took the lock (SB_PARK_LOOK_TAKEN), saw waiters queued and so must queue
+ * too (SB_PARK_LOOK_QUEUE), or looks again later (SB_PARK_LOOK_AGAIN).  It
+ * spins only with a spinning slot and while this thread's contention streak
+ * allows it (sb_park_streak_allows_spin), never for a timeout shorter than
+ * the spin, and not in the model-check build.  True if look took the lock;
+ * otherwise takes what it spent off *timeout_ns.
+ */
+enum sb_park_look { SB_PARK_LOOK_AGAIN, SB_PARK_LOOK_TAKEN, SB_PARK_LOOK_QUEUE };
+#define SB_PARK_SPIN_NS 5000u
+#define SB_PARK_SPIN_POLL_NS 1000u
+bool sb_park_spin_before_queueing(enum sb_park_look (*look)(void *arg), void *arg,
+				  uint64_t *timeout_ns);
 
 /*
  * A thread that only ever passes a mutex back and forth with another by

@@ -4,7 +4,6 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "cpu.h"
 #include "fairness.h"
 #include "park.h"
 #include "wait_future.h"
@@ -834,58 +833,35 @@ static int rw_block_on(sb_rwlock *rw, int kind, uint64_t timeout_ns)
 
 /*
  * Eventually fair mode: a thread about to queue in a blocking read or write
- * first watches the word for RW_SPIN_NS, as the mutex's blocking lock does
- * (src/mutex.c, MUTEX_SPIN_NS, says why and how: a read every
- * RW_SPIN_POLL_NS timed by the clock, only with a spinning slot and while
- * this thread's contention streak lasts, never for a shorter timeout, nor
- * in the model-check build), taking the lock when the holders let it in
- * with nobody queued, and stopping when it finds waiters queued.
+ * first spins as the mutex's blocking lock does (sb_park_spin_before_queueing;
+ * src/mutex.c says why), taking the lock when the holders let it in with
+ * nobody queued, and stopping when it finds waiters queued.  What it waits
+ * for:
  */
-static const uint64_t RW_SPIN_NS = 5000;
-static const uint64_t RW_SPIN_POLL_NS = 1000;
-#ifdef SB_MODEL_CHECK
-static const bool RW_SPINS = false;
-#else
-static const bool RW_SPINS = true;
-#endif
+typedef struct rw_spin {
+	sb_rwlock *rw;
+	int kind;
+} rw_spin;
 
-/* The spin above, with its slot taken: true if it took `kind`. */
-static bool rw_spin_for(sb_rwlock *rw, int kind, uint64_t start)
+/* One look of the spin: the lock taken, or waiters to queue behind. */
+static enum sb_park_look rw_spin_look(void *arg)
 {
-	uint64_t now = start, next_poll = start + RW_SPIN_POLL_NS;
-	while (now - start < RW_SPIN_NS) {
-		sb_cpu_relax();
-		now = sb_now_ns();
-		if (now < next_poll)
-			continue;
-		next_poll = now + RW_SPIN_POLL_NS;
-		size_t state = rw_load(rw);
-		size_t next;
-		if (state & SB_WAITQ_NONEMPTY)
-			return false;
-		if (rw_decide(state, kind, &next) == 0 &&
-		    rw_take_or_lock(rw, kind, NULL, NULL, NULL) == 0)
-			return true;
-	}
-	return false;
+	const rw_spin *spin = arg;
+	size_t state = rw_load(spin->rw);
+	size_t next;
+	if (state & SB_WAITQ_NONEMPTY)
+		return SB_PARK_LOOK_QUEUE;
+	if (rw_decide(state, spin->kind, &next) == 0 &&
+	    rw_take_or_lock(spin->rw, spin->kind, NULL, NULL, NULL) == 0)
+		return SB_PARK_LOOK_TAKEN;
+	return SB_PARK_LOOK_AGAIN;
 }
 
-/* The spin above, if this wait may spin: true if it took `kind`.  Takes
- * what it spent off *timeout_ns. */
+/* The spin, in eventually fair mode: true if it took `kind`. */
 static bool rw_spin_before_queueing(sb_rwlock *rw, int kind, uint64_t *timeout_ns)
 {
-	if (!RW_SPINS || rw_is_fifo(rw) || *timeout_ns < RW_SPIN_NS)
-		return false;
-	uint64_t start = sb_now_ns();
-	if (!sb_park_streak_allows_spin(start) || !sb_park_take_spin_slot())
-		return false;
-	bool taken = rw_spin_for(rw, kind, start);
-	sb_park_give_spin_slot();
-	if (!taken && *timeout_ns != SB_TIMEOUT_INFINITE) {
-		uint64_t spent = sb_now_ns() - start;
-		*timeout_ns = *timeout_ns > spent ? *timeout_ns - spent : 0;
-	}
-	return taken;
+	rw_spin spin = { rw, kind };
+	return !rw_is_fifo(rw) && sb_park_spin_before_queueing(rw_spin_look, &spin, timeout_ns);
 }
 
 int sb_rwlock_read_blocking(sb_rwlock *rw, uint64_t timeout_ns)

@@ -225,8 +225,8 @@ MUTANTS = [
     ("mutex-25", "mutex.c", T + T + "sb_mutex_unlock(m);" + N + T + T + "return;",
      T + T + "return;",
      "the cancel of a future handed the mutex does not pass it on"),
-    ("mutex-26", "mutex.c", "if (state & SB_WAITQ_NONEMPTY)" + N + T + T + T + "return false;",
-     "if ((state & SB_WAITQ_NONEMPTY) && false)" + N + T + T + T + "return false;",
+    ("mutex-26", "mutex.c", "if (state & SB_WAITQ_NONEMPTY)" + N + T + T + "return SB_PARK_LOOK_QUEUE;",
+     "if ((state & SB_WAITQ_NONEMPTY) && false)" + N + T + T + "return SB_PARK_LOOK_QUEUE;",
      "a spinning locker keeps spinning past queued waiters (barges)"),
     # ---- src/semaphore.c ---------------------------------------------------
     ("sem-01", "semaphore.c", "if ((state & SB_WAITQ_NONEMPTY) || sem_count(state) < n)",

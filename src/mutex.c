@@ -162,15 +162,6 @@ int sb_mutex_try_lock_slow(sb_mutex *m)
 	}
 }
 
-/* Under the queue lock: how many wait behind `head` (at most UINT32_MAX). */
-static uint32_t mutex_queued_behind_locked(const sb_waiter *head)
-{
-	uint32_t n = 0;
-	for (const sb_waiter *w = head->next; w && n < UINT32_MAX; w = w->next)
-		n++;
-	return n;
-}
-
 static sb_mutex_lock *mutex_lock_of(sb_waiter *w)
 {
 	return SB_CONTAINER_OF(w, sb_mutex_lock, waiter);
@@ -271,7 +262,7 @@ static bool mutex_hands_off_locked(sb_mutex *m, sb_waiter *head)
 		return false; /* nobody barged past it: served in order, no clock */
 	if (!mutex_head_starves_locked(m, f, first))
 		return false;
-	m->handoff_left = mutex_queued_behind_locked(head);
+	m->handoff_left = sb_waitq_count_from(head->next);
 	return true;
 }
 

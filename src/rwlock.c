@@ -183,15 +183,6 @@ static void rw_time_passed_locked(sb_rwlock *rw, uint64_t now)
 	}
 }
 
-/* Under the queue lock: how many wait (at most UINT32_MAX). */
-static uint32_t rw_queued_locked(const sb_rwlock *rw)
-{
-	uint32_t n = 0;
-	for (const sb_waiter *w = rw->q.head; w && n < UINT32_MAX; w = w->next)
-		n++;
-	return n;
-}
-
 /* What a newcomer that the holders let in may do (rw_barge_locked). */
 enum rw_barge { RW_BARGE, RW_BARGE_REFUSED, RW_BARGE_PHASE_STARTED };
 
@@ -221,7 +212,7 @@ static enum rw_barge rw_barge_locked(sb_rwlock *rw, size_t next)
 		if (first) {
 			f->passes_at_front = 1; /* this pass was its first check */
 		} else if (sb_fair_overdue(f->passed_since, now)) {
-			rw->handoff_left = rw_queued_locked(rw);
+			rw->handoff_left = sb_waitq_count_from(rw->q.head);
 			return RW_BARGE_PHASE_STARTED;
 		}
 	}

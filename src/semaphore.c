@@ -232,15 +232,6 @@ static void sem_time_pass_locked(sb_semaphore *s)
 	s->releases_timed = 0; /* the next release compares it with the bound */
 }
 
-/* Under the lock: how many are queued (at most UINT32_MAX). */
-static uint32_t sem_queued_locked(const sb_semaphore *s)
-{
-	uint32_t n = 0;
-	for (const sb_waiter *w = s->q.head; w && n < UINT32_MAX; w = w->next)
-		n++;
-	return n;
-}
-
 /*
  * Under the lock, in a phase: the phase completed a waiter.  After its last
  * one, the waiters queued meanwhile are timed half a bound back
@@ -354,7 +345,7 @@ static void sem_release_fair_locked(sb_semaphore *s, size_t n)
 	sem_add_spare_locked(s, n);
 	if (!s->handoff_left && s->passed_since && !sb_waitq_is_empty(&s->q) &&
 	    sb_fair_is_check(s->releases_timed++) && sb_fair_overdue(s->passed_since, sb_fair_now()))
-		s->handoff_left = sem_queued_locked(s);
+		s->handoff_left = sb_waitq_count_from(s->q.head);
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	sem_unlock_fair(s, &batch, SB_NO_WAKER);

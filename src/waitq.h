@@ -229,6 +229,18 @@ static inline sb_waiter *sb_waitq_front(const sb_waitq *q)
 	return q->head;
 }
 
+/*
+ * Under the lock: how many wait from `w` to the tail, `w` included (at most
+ * UINT32_MAX); a handoff phase counts the waiters it covers this way.
+ */
+static inline uint32_t sb_waitq_count_from(const sb_waiter *w)
+{
+	uint32_t n = 0;
+	for (; w && n < UINT32_MAX; w = w->next)
+		n++;
+	return n;
+}
+
 static inline void sb_wake_batch_init(sb_wake_batch *b)
 {
 	b->count = 0;

@@ -659,8 +659,15 @@ static void once_stray_report(torture_contender *c)
 			sched_yield();
 	}
 	sb_once *o = &onces[c->slot].o;
-	if (atomic_load(&onces[c->slot].runners) == 0 &&
-	    atomic_load(&onces[c->slot].blocking) == 0) {
+	/*
+	 * `blocking` before `runners`: a blocking wait told SB_ONCE_RUN moves
+	 * from the one count to the other (runners up, then blocking down)
+	 * outside the gate, so read in the other order both could read 0 while
+	 * it holds the job.  With the gate closed no blocking wait can start,
+	 * so once `blocking` reads 0, `runners` no longer changes.
+	 */
+	if (atomic_load(&onces[c->slot].blocking) == 0 &&
+	    atomic_load(&onces[c->slot].runners) == 0) {
 		bool fail_first = torture_rand(&c->seed) % 2;
 		int e1 = fail_first ? sb_once_fail(o) : sb_once_complete(o);
 		int e2 = fail_first ? sb_once_complete(o) : sb_once_fail(o);

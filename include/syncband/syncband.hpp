@@ -901,7 +901,13 @@ protected:
 			[this, slow](const sb_waker *w) { return slow(&future_, w); });
 	}
 
-	Future future_;
+	// A union member, so that no awaiter constructs the future: a C
+	// struct, whose std::atomic fields C++20 would zero on construction
+	// (a store before every await, which the future's init makes moot).
+	// Only its init and the C functions give it values.
+	union {
+		Future future_;
+	};
 
 private:
 	friend struct select_access;

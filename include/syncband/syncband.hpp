@@ -993,7 +993,11 @@ public:
 		prepare();
 		return suspend_slow(h, &sb_mutex_lock_poll_slow);
 	}
-	mutex_guard await_resume() noexcept { return mutex_guard(*m_); }
+	mutex_guard await_resume() noexcept
+	{
+		result_ = 0; // settled, whichever way it came
+		return mutex_guard(*m_);
+	}
 
 private:
 	friend struct detail::select_access;

@@ -521,7 +521,11 @@ public:
 	// Returns the permits to the semaphore now.
 	void reset() noexcept
 	{
-		if (sem_)
+		// One permit, the usual count, takes a release whose range checks
+		// fold for the constant.
+		if (sem_ && n_ == 1)
+			sb_semaphore_release(sem_, 1);
+		else if (sem_)
 			sb_semaphore_release(sem_, n_);
 		sem_ = nullptr;
 		n_ = 0;

@@ -801,9 +801,28 @@ int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t time
 	return r == -ETIMEDOUT && f.status == 0 ? 0 : r;
 }
 
+/* What sb_park_retry_before_wait retries. */
+typedef struct bc_try_recv_args {
+	sb_broadcast_receiver *rx;
+	void *item;
+} bc_try_recv_args;
+
+static int bc_try_recv_op(void *arg)
+{
+	bc_try_recv_args *a = arg;
+	return sb_broadcast_try_recv(a->rx, a->item);
+}
+
 int sb_broadcast_recv_blocking(sb_broadcast_receiver *rx, void *item, uint64_t timeout_ns)
 {
 	int r = sb_broadcast_try_recv(rx, item); /* as in the send */
+	if (r != -EAGAIN)
+		return r;
+	/* A few yields and retries before queueing, as the channel's: with more
+	 * threads than cores the sender runs meanwhile, and a receiver that
+	 * finds the next item without queueing costs the sender no wake (one
+	 * futex wake per waiting receiver per item otherwise; docs/design.md). */
+	r = sb_park_retry_before_wait(bc_try_recv_op, &(bc_try_recv_args){ rx, item }, &timeout_ns);
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_recv f;

@@ -68,6 +68,7 @@ LAYERS = {
     "once.c": (["test_once"], [("test_model_once", None)], "once"),
     "latch.c": (["test_latch"], [("test_model_latch", None)], "latch"),
     "barrier.c": (["test_barrier"], [("test_model_barrier", None)], "barrier"),
+    "broadcast.c": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
 }
 # Every explorer program's cmocka tests, cheapest and likeliest first: the
 # SC exhaustive search, the atomic-count tests (a name with "read_modify" or
@@ -460,6 +461,21 @@ MUTANTS = [
     ("latch-09", "latch.c", "sb_waitq_release_all(&l->q, SB_WAITER_GRANTED, &batch);",
      "sb_waitq_release_all(&l->q, SB_WAITER_CLOSED, &batch);",
      "the broadcast completes the waits with an error"),
+    # ---- src/broadcast.c: the receive without the lock ---------------------
+    ("bcast-01", "broadcast.c", "if (begun - cursor > capacity)" + N + T + T + T + "return SB_PENDING;",
+     "if (begun - cursor > capacity + 1)" + N + T + T + T + "return SB_PENDING;",
+     "a one-unit receive misses a send that began overwriting its slot (off by one)"),
+    ("bcast-02", "broadcast.c",
+     "if (begun - cursor > bc->capacity) /* item cursor + capacity began: maybe torn */",
+     "if (begun - cursor > bc->capacity + 1)",
+     "a wide receive misses a send that began overwriting its slot (off by one)"),
+    ("bcast-03", "broadcast.c",
+     "atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);",
+     "atomic_store_explicit(bc_begun_atomic(bc), tail, memory_order_relaxed);",
+     "a send announces the item before the one it overwrites"),
+    ("bcast-04", "broadcast.c", "if (tail - cursor - 1 >= capacity) /* nothing new, or lagged */",
+     "if (tail - cursor > capacity)",
+     "a receive without the lock reads when nothing new was sent"),
     # ---- src/barrier.c: the cancel of an arrival ---------------------------
     ("barrier-01", "barrier.c", "barrier_set_arrived_locked(b, arrived - 1);",
      "barrier_set_arrived_locked(b, arrived);",

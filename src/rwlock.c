@@ -167,20 +167,11 @@ static inline __attribute__((always_inline)) int rw_decide(size_t state, int kin
 
 static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop);
 
-/*
- * Under the queue lock: starts the clock of every waiter whose clock has not
- * started (a newcomer passed them all).  Those are the newest ones, a run
- * at the tail, so the walk stops at the first timed one.
- */
+/* Under the queue lock: sb_fair_time_passed_locked on our futures. */
 static void rw_time_passed_locked(sb_rwlock *rw, uint64_t now)
 {
-	for (sb_waiter *w = rw->q.tail; w; w = w->prev) {
-		sb_rwlock_lock *f = rw_future_of(w);
-		if (f->passed_since)
-			return;
-		f->passed_since = sb_fair_stamp(now); /* 0 means "never passed" */
-		f->passes_at_front = 0;
-	}
+	sb_fair_time_passed_locked(rw->q.tail, SB_FAIR_AT(sb_rwlock_lock, passed_since),
+				   SB_FAIR_AT(sb_rwlock_lock, passes_at_front), now);
 }
 
 /* What a newcomer that the holders let in may do (rw_barge_locked). */

@@ -151,7 +151,7 @@ MUTANTS = [
      "drained = inbox_sleep(l);" + N + T + T + T + "break;",
      "a run whose end-of-run CAS fails (a push since the last take) stops without taking it or ringing"),
     # ---- src/mutex.c: the fairness phase, the budget, the WOKEN head -------
-    ("mutex-01", "mutex.c", T + T + "if (f->passed_since)" + N + T + T + T + "return;" + N, "",
+    ("mutex-01", "fairness.h", T + T + "if (*since)" + N + T + T + T + "return;" + N, "",
      "timing the passed waiters restarts the clock of those timed already"),
     ("mutex-02", "mutex.c", "budget * MUTEX_BUDGET_ONE, memory_order_relaxed);",
      "(budget - 1) * MUTEX_BUDGET_ONE, memory_order_relaxed);",

@@ -293,23 +293,11 @@ static inline bool sem_has_budget(size_t state)
  */
 static size_t sem_lock_fair(sb_semaphore *s, size_t bits)
 {
-	size_t state = sem_load(s);
-	for (;;) {
-		if (state & SB_QLOCK_HELD) {
-			state = sb_qlock_wait(&s->q.state, state);
-			continue;
-		}
-		size_t budget = sem_has_budget(state) ? state & SEM_BUDGET_BITS : 0;
-		/* acquire (acq_rel with `bits`), as sb_waitq_lock_lone: the
-		 * critical section, a lone node, and the permits released into
-		 * the budget (each such release CAS heads a release sequence that
-		 * our RMW continues). */
-		if (sb_qlock_try_take(&s->q.state, &state, sb_waitq_lock_word(state, bits) - budget, bits)) {
-			if (budget)
-				sem_budget_shut_locked(s, state);
-			return sb_waitq_adopt_lone(&s->q, state) - budget;
-		}
-	}
+	size_t budget;
+	size_t state = sb_waitq_lock_lone_clearing(&s->q, bits, SEM_BUDGET_BITS, &budget);
+	if (budget)
+		sem_budget_shut_locked(s, budget);
+	return state;
 }
 
 /* Under a lock taken otherwise (a cancel's, a flush's): shuts the budget. */

@@ -37,6 +37,7 @@
 #define SYNCBAND_BROADCAST_H
 
 #include <errno.h>
+#include <string.h>
 
 #include <syncband/future.h>
 
@@ -183,13 +184,116 @@ SB_API uint64_t sb_broadcast_receiver_missed(const sb_broadcast_receiver *rx);
  */
 SB_API int sb_broadcast_try_send(sb_broadcast *bc, const void *item);
 
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_broadcast_try_recv_slow(sb_broadcast_receiver *rx, void *item);
+
+/*
+ * The 64-bit fields an inline receive reads without the lock (`tail`,
+ * `min`, a receiver's `cursor`): plain uint64_t in the struct, accessed
+ * atomically by every thread that races on them (src/broadcast.c).  Each
+ * caller says why its order is enough.
+ */
+#if defined(__cplusplus) && defined(__GNUC__)
+#define SB__BROADCAST_INLINE_RECV 1
+static inline uint64_t sb__broadcast_load_acquire(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t sb__broadcast_load_relaxed(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void sb__broadcast_store_relaxed(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+#elif !defined(__cplusplus)
+#define SB__BROADCAST_INLINE_RECV 1
+static inline uint64_t sb__broadcast_load_acquire(const uint64_t *p)
+{
+	return atomic_load_explicit((SB_ATOMIC(uint64_t) *)p, memory_order_acquire);
+}
+
+static inline uint64_t sb__broadcast_load_relaxed(const uint64_t *p)
+{
+	return atomic_load_explicit((SB_ATOMIC(uint64_t) *)p, memory_order_relaxed);
+}
+
+static inline void sb__broadcast_store_relaxed(uint64_t *p, uint64_t v)
+{
+	atomic_store_explicit((SB_ATOMIC(uint64_t) *)p, v, memory_order_relaxed);
+}
+#endif
+
+/* The slot index of item `seq`: a mask, not a division, for a power-of-two capacity. */
+static inline size_t sb__broadcast_index(uint32_t capacity, uint64_t seq)
+{
+	return (capacity & (capacity - 1)) == 0 ? SB_CAST(size_t, seq & (capacity - 1))
+						 : SB_CAST(size_t, seq % capacity);
+}
+
+#ifdef SB__BROADCAST_INLINE_RECV
+/*
+ * The receive of a lagging ring's next uint64_t-sized item without the lock
+ * (the sequence lock of src/broadcast.c and docs/design.md): 0 with the
+ * item copied and the cursor moved, or SB_PENDING, `item` untouched, when
+ * the library must decide: back-pressure, another size, nothing new, a
+ * lag, or a send that began overwriting the slot during the read.  `rx`
+ * must be subscribed.
+ */
+static inline int sb__broadcast_recv_word(sb_broadcast_receiver *rx, void *item)
+{
+	sb_broadcast *bc = rx->bc;
+	/* relaxed: BACKPRESSURE is written by init only. */
+	size_t state = sb__state_load_relaxed(&bc->q);
+	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) || bc->item_size != sizeof(uint64_t))
+		return SB_PENDING;
+	uint64_t cursor = rx->cursor; /* its owner's */
+	uint32_t capacity = bc->capacity;
+	/* acquire: the slot holds item `cursor` or a later one (pairs with
+	 * bc_publish_as's release store of tail). */
+	uint64_t tail = sb__broadcast_load_acquire(&bc->tail);
+	if (tail - cursor - 1 >= capacity) /* nothing new, or lagged: the lock decides */
+		return SB_PENDING;
+	/* acquire: a word of a later send carries that send's `begun` store
+	 * (pairs with bc_slot_store's release). */
+	uint64_t v = sb__broadcast_load_acquire(SB_CAST(const uint64_t *, bc->slots) +
+						sb__broadcast_index(capacity, cursor));
+	/* relaxed: after the acquire load above, it shows the `begun` store
+	 * (`min`) of the send whose word that load read, if a later one. */
+	uint64_t begun = sb__broadcast_load_relaxed(&bc->min);
+	if (begun - cursor > capacity) /* item cursor + capacity began: maybe torn */
+		return SB_PENDING;
+#if defined(__GNUC__)
+	/* Hides where `item` comes from: a caller of another item size would
+	 * otherwise get a warning for this branch, dead for it (as
+	 * sb__channel_copy). */
+	__asm__("" : "+r"(item));
+#endif
+	memcpy(item, &v, sizeof v);
+	/* relaxed: unread() takes the lock and wants a snapshot only. */
+	sb__broadcast_store_relaxed(&rx->cursor, cursor + 1);
+	return 0;
+}
+#endif
+
 /*
  * Receives rx's next item into `item` without waiting: 0, -EAGAIN (nothing
  * new), -EOVERFLOW (lagged: see sb_broadcast_receiver_missed; nothing was
  * copied, and the next receive gets the oldest item held), -EPIPE (closed,
- * and rx has read everything) or -EINVAL.
+ * and rx has read everything) or -EINVAL.  Inline: a lagging broadcast's
+ * next item of uint64_t size is read with no lock and no read-modify-write.
  */
-SB_API int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item);
+SB_INLINE int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+{
+#ifdef SB__BROADCAST_INLINE_RECV
+	if (item && rx->bc && sb__broadcast_recv_word(rx, item) == 0)
+		return 0;
+#endif
+	return sb_broadcast_try_recv_slow(rx, item);
+}
 
 /*
  * Prepares a future that sends the item at `item`, which must stay valid

@@ -767,9 +767,29 @@ SB_FUTURE_OPS(sb_broadcast_recv_ops, sb_broadcast_recv, sb_broadcast_recv_poll,
 
 /* ------------------------------------------------------------- blocking */
 
+/* What sb_park_retry_before_wait retries. */
+typedef struct bc_try_send_args {
+	sb_broadcast *bc;
+	const void *item;
+} bc_try_send_args;
+
+static int bc_try_send_op(void *arg)
+{
+	bc_try_send_args *a = arg;
+	return sb_broadcast_try_send(a->bc, a->item);
+}
+
 int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t timeout_ns)
 {
 	int r = sb_broadcast_try_send(bc, item); /* skips the parker when it goes at once */
+	if (r != -EAGAIN)
+		return r;
+	/* Back-pressure (only it says -EAGAIN): a few yields and retries before
+	 * queueing, as the channel's.  The receivers run meanwhile and free
+	 * slots; a sender that queued instead would be woken - a futex wake and
+	 * a context switch - for every slot the slowest receiver frees
+	 * (docs/design.md). */
+	r = sb_park_retry_before_wait(bc_try_send_op, &(bc_try_send_args){ bc, item }, &timeout_ns);
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_send f;

@@ -151,6 +151,7 @@ SCENARIO_ORDER = [
     "broadcast/fan-out-64",
     "broadcast/lagging-receiver",
     "broadcast/fan-out-16-threads",
+    "broadcast/fan-out-16-threads-backpressure",
     "watch/update-16-receivers",
     "watch/read-latest",
     "watch/read-while-sending",
@@ -187,7 +188,8 @@ WATCH_SCENARIOS = WATCH_SINGLE_THREAD | {"watch/read-while-sending"}
 # but the threads row run on one thread, so their instructions are counted.
 BROADCAST_SINGLE_THREAD = {"broadcast/fan-out-4", "broadcast/fan-out-16", "broadcast/fan-out-64",
                            "broadcast/lagging-receiver"}
-BROADCAST_SCENARIOS = BROADCAST_SINGLE_THREAD | {"broadcast/fan-out-16-threads"}
+BROADCAST_SCENARIOS = BROADCAST_SINGLE_THREAD | {"broadcast/fan-out-16-threads",
+                                                 "broadcast/fan-out-16-threads-backpressure"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
 # The select rows (bench/select.cc, bench/peers/src/select.rs, the Go peer):
 # single thread; instructions counted, no instruction target.

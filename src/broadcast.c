@@ -102,12 +102,6 @@ static inline unsigned char *bc_slot(const sb_broadcast *bc, uint64_t seq)
 	return (unsigned char *)bc->slots + sb__broadcast_index(bc->capacity, seq) * bc->item_size;
 }
 
-/* The slot of item `seq` of a ring of uint64_t items. */
-static inline _Atomic uint64_t *bc_word_slot(const sb_broadcast *bc, uint64_t seq)
-{
-	return (_Atomic uint64_t *)bc->slots + sb__broadcast_index(bc->capacity, seq);
-}
-
 /* The largest item a lagging broadcast's receive reads without the lock. */
 #define BC_FREE_MAX 64
 
@@ -279,15 +273,16 @@ static bool bc_has_room(sb_broadcast *bc)
  * released by the caller). */
 static inline void bc_publish_as(sb_broadcast *bc, const void *item, bool lagging)
 {
+	if (lagging && bc->item_size == sizeof(uint64_t)) { /* the common size: one store */
+		sb__broadcast_publish_word(bc, item);
+		return;
+	}
 	uint64_t tail = bc->tail; /* written by lock holders only */
 	if (lagging && bc->item_size <= BC_FREE_MAX) { /* read without the lock */
 		/* relaxed: the slot's release stores below carry it to a receiver
 		 * that reads one of them (bc_recv_free). */
 		atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);
-		if (bc->item_size == sizeof(uint64_t)) /* the common size: one store */
-			bc_slot_store((unsigned char *)bc_word_slot(bc, tail), item, sizeof(uint64_t));
-		else
-			bc_slot_store(bc_slot(bc, tail), item, bc->item_size);
+		bc_slot_store(bc_slot(bc, tail), item, bc->item_size);
 	} else {
 		sb__channel_copy(bc_slot(bc, tail), item, bc->item_size);
 	}
@@ -548,7 +543,14 @@ static __attribute__((noinline)) int bc_try_send_locked(sb_broadcast *bc, const 
 	return r;
 }
 
-int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+void sb_broadcast_unlock_slow(sb_broadcast *bc)
+{
+	bc_unlock(bc);
+}
+
+/* try_send past its inline case (broadcast.h): other sizes, back-pressure,
+ * receives waiting, closed, the lock contended. */
+int sb_broadcast_try_send_slow(sb_broadcast *bc, const void *item)
 {
 	if (item == NULL)
 		return -EINVAL;

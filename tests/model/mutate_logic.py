@@ -501,6 +501,13 @@ MUTANTS = [
      "if (tail - cursor - 1 >= capacity) /* nothing new, or lagged: the lock decides */",
      "if (tail - cursor > capacity)",
      "a one-unit (inline) receive without the lock reads when nothing new was sent"),
+    ("bcast-06", "broadcast.h", "sb__broadcast_store_relaxed(&bc->min, tail + 1);",
+     "sb__broadcast_store_relaxed(&bc->min, tail);",
+     "a one-unit (inline) send announces the item before the one it overwrites"),
+    ("bcast-07", "broadcast.h", "if (!sb__state_cas_release(&bc->q, &held, state))" + N + T + T +
+     "sb_broadcast_unlock_slow(bc);",
+     "(void)sb__state_cas_release(&bc->q, &held, state);",
+     "an inline send whose unlock CAS fails (a thread parked on the lock) never wakes it"),
     # ---- src/barrier.c: the cancel of an arrival ---------------------------
     ("barrier-01", "barrier.c", "barrier_set_arrived_locked(b, arrived - 1);",
      "barrier_set_arrived_locked(b, arrived);",

@@ -22,6 +22,12 @@
 //                                       received=R fraction=F min=A max=B
 //                                   (F = R / (16 S); A and B: the least and
 //                                   the most one receiver read, / S)
+//   broadcast/fan-out-16-threads-backpressure
+//                                   as fan-out-16-threads with
+//                                   back-pressure: the sender (blocking
+//                                   sends) waits for the slowest of the 16
+//                                   receivers, so each reads every item, in
+//                                   order; ns per item sent
 //   broadcast/lagging-receiver      single thread: capacity 16, a receiver
 //                                   that reads every item and one that reads
 //                                   once every 64 rounds (a lag of 48, then
@@ -218,5 +224,71 @@ uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
 	return delivered;
 }
 SBB_BATCH(fan_out_threads, "broadcast/fan-out-16-threads", sbb::SYNCBAND_BLOCKING, 1000000);
+
+// ------------------------------------------------------------ fan-out-16-threads-backpressure
+
+uint64_t fan_out_threads_backpressure(const sbb::Params &p, sbb::Meter &m)
+{
+	constexpr unsigned N = 16;
+	struct alignas(64) Receiver {
+		sb_broadcast_receiver rx;
+		uint64_t got = 0;
+		bool ordered = true;
+	};
+	sbb::CachePadded<sb_broadcast> padded;
+	sb_broadcast *bc = &padded.value;
+	std::unique_ptr<uint64_t[]> slots(new uint64_t[64]());
+	expect(sb_broadcast_init(bc, slots.get(), sizeof(uint64_t), 64, SB_BROADCAST_BACKPRESSURE),
+	       0, "init");
+	std::vector<Receiver> rs(N);
+	for (Receiver &r : rs) {
+		r.rx = sb_broadcast_receiver{};
+		expect(sb_broadcast_subscribe(bc, &r.rx), 0, "subscribe");
+	}
+	std::atomic<unsigned> ready{0};
+	std::atomic<bool> go{false};
+	auto wait_go = [&] {
+		ready.fetch_add(1, std::memory_order_relaxed);
+		while (!go.load(std::memory_order_acquire))
+			sched_yield();
+	};
+	std::vector<std::thread> threads;
+	for (unsigned i = 0; i < N; i++)
+		threads.emplace_back([&, i] {
+			Receiver &r = rs[i];
+			wait_go();
+			for (;;) {
+				uint64_t v;
+				int e = sb_broadcast_recv_blocking(&r.rx, &v, SB_TIMEOUT_INFINITE);
+				if (e == -EPIPE)
+					break;
+				expect(e, 0, "recv_blocking");
+				r.got++;
+				r.ordered &= v == r.got;
+			}
+		});
+	threads.emplace_back([&] {
+		wait_go();
+		for (uint64_t v = 1; v <= p.rounds; v++)
+			expect(sb_broadcast_send_blocking(bc, &v, SB_TIMEOUT_INFINITE), 0, "send");
+		sb_broadcast_close(bc);
+	});
+	while (ready.load(std::memory_order_relaxed) < N + 1)
+		sched_yield();
+	m.start();
+	go.store(true, std::memory_order_release);
+	for (std::thread &t : threads)
+		t.join();
+	m.stop();
+	for (Receiver &r : rs) {
+		expect(r.ordered, true, "each receiver reads every item, in order");
+		expect(r.got, p.rounds, "each receiver reads every item sent");
+		expect(sb_broadcast_unsubscribe(&r.rx), 0, "unsubscribe");
+	}
+	expect(sb_broadcast_destroy(bc), 0, "destroy");
+	return p.rounds;
+}
+SBB_BATCH(fan_out_threads_backpressure, "broadcast/fan-out-16-threads-backpressure",
+	  sbb::SYNCBAND_BLOCKING, 250000);
 
 } // namespace

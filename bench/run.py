@@ -46,6 +46,15 @@ side's p50 / p99 / max below the total.  baseline/futex-wake-to-run
 the floor under every wait that sleeps; a filtered run that keeps a
 contention row keeps it too, since the tail targets read its maximum.
 
+Delivered items: a row whose receivers may skip items (a lagging
+broadcast's fan-out over threads) prints, on stderr, a DELIVERED line per
+batch: the items sent, those the receivers read together, that as a
+fraction of every receiver reading every item, and the least and most one
+receiver read (as fractions of those sent).  The timed batch's line (the
+last) is kept per run; the table shows, under it, each such row's median
+fraction over the runs with the smallest and largest, and the smallest min
+and largest max; the JSON has them as "delivered".
+
 --quick: 3 repetitions of 1/100 of the rounds.  --smoke: every pair once
 with 10 rounds (and its waits run, for the contention pairs), and the
 instruction count of every single-thread pair with R = 1000; exits non-zero
@@ -142,6 +151,7 @@ SCENARIO_ORDER = [
     "broadcast/fan-out-64",
     "broadcast/lagging-receiver",
     "broadcast/fan-out-16-threads",
+    "broadcast/fan-out-16-threads-backpressure",
     "watch/update-16-receivers",
     "watch/read-latest",
     "watch/read-while-sending",
@@ -178,7 +188,8 @@ WATCH_SCENARIOS = WATCH_SINGLE_THREAD | {"watch/read-while-sending"}
 # but the threads row run on one thread, so their instructions are counted.
 BROADCAST_SINGLE_THREAD = {"broadcast/fan-out-4", "broadcast/fan-out-16", "broadcast/fan-out-64",
                            "broadcast/lagging-receiver"}
-BROADCAST_SCENARIOS = BROADCAST_SINGLE_THREAD | {"broadcast/fan-out-16-threads"}
+BROADCAST_SCENARIOS = BROADCAST_SINGLE_THREAD | {"broadcast/fan-out-16-threads",
+                                                 "broadcast/fan-out-16-threads-backpressure"}
 # Scenarios whose syncband rows must allocate nothing (bench/README.md).
 # The select rows (bench/select.cc, bench/peers/src/select.rs, the Go peer):
 # single thread; instructions counted, no instruction target.
@@ -318,6 +329,9 @@ WAITS_RE = re.compile(
     r"^WAITS (\S+) (\S+) p50_ns=([0-9]+) p99_ns=([0-9]+) max_ns=([0-9]+) acquires=([0-9]+)"
     r"(?: read_p50_ns=([0-9]+) read_p99_ns=([0-9]+) read_max_ns=([0-9]+) reads=([0-9]+)"
     r" write_p50_ns=([0-9]+) write_p99_ns=([0-9]+) write_max_ns=([0-9]+) writes=([0-9]+))?$")
+DELIVERED_RE = re.compile(
+    r"^DELIVERED (\S+) (\S+) sent=([0-9]+) received=([0-9]+) fraction=([0-9]+\.[0-9]+)"
+    r" min=([0-9]+\.[0-9]+) max=([0-9]+\.[0-9]+)$")
 # The two sides of a WAITS line that carries them (the rwlock rows).
 WAIT_SIDES = ("read", "write")
 
@@ -356,6 +370,7 @@ class Pair:
         self.samples = []       # ns per round, one per timed batch
         self.waits = []         # {p50_ns, p99_ns, max_ns, acquires}, one per --waits run
         self.allocs = []        # allocs_per_round, one per invocation
+        self.delivered = []     # {sent, received, fraction, min, max}: a timed DELIVERED line per run
         self.errors = []
         self.instructions = None  # per round, under callgrind
         self.instr_rounds = None  # the R it was measured with
@@ -375,6 +390,15 @@ class Pair:
         }
         if self.instructions is not None:
             s["instructions"] = self.instructions
+        if self.delivered:
+            s["delivered"] = {
+                "fraction": statistics.median(d["fraction"] for d in self.delivered),
+                "fraction_min": min(d["fraction"] for d in self.delivered),
+                "fraction_max": max(d["fraction"] for d in self.delivered),
+                "min": min(d["min"] for d in self.delivered),
+                "max": max(d["max"] for d in self.delivered),
+                "runs": self.delivered,
+            }
         if self.waits:
             # Medians over the runs, as every other column: the max wait's
             # verdict too (bench/README.md, Waits); the worst run beside it.
@@ -401,17 +425,23 @@ class Pair:
 
 
 def run_cmd(argv, timeout):
+    out, _stderr, err = run_cmd_both(argv, timeout)
+    return out, err
+
+
+def run_cmd_both(argv, timeout):
+    """run_cmd, with the stderr of a run that succeeded: (stdout, stderr, error)."""
     try:
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, "timed out after %ds" % timeout
+        return None, None, "timed out after %ds" % timeout
     except OSError as e:
-        return None, str(e)
+        return None, None, str(e)
     if p.returncode != 0:
         tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
-        return None, "exit status %d: %s" % (p.returncode, " | ".join(tail))
-    return p.stdout, None
+        return None, None, "exit status %d: %s" % (p.returncode, " | ".join(tail))
+    return p.stdout, p.stderr, None
 
 
 def discover(bin_dir, peers, go=None):
@@ -517,10 +547,13 @@ def run_pair(pair, rounds, timeout):
     if rounds:
         argv += ["--rounds", str(rounds)]
         pair.rounds_run = rounds
-    out, err = run_cmd(argv, timeout)
+    out, stderr, err = run_cmd_both(argv, timeout)
     if err:
         pair.errors.append(err)
         return False
+    delivered = parse_delivered(stderr, pair)
+    if delivered:
+        pair.delivered.append(delivered)
     got_result = False
     for line in out.splitlines():
         m = BATCH_RE.match(line)
@@ -535,6 +568,44 @@ def run_pair(pair, rounds, timeout):
         pair.errors.append("no well-formed RESULT line in: %r" % out[-300:])
         return False
     return True
+
+
+def parse_delivered(text, pair):
+    """The last DELIVERED line of `pair` in `text` (the timed batch's; the
+    warm-up batch prints one first) as a dict, or None."""
+    last = None
+    for line in (text or "").splitlines():
+        m = DELIVERED_RE.match(line)
+        if m and m.group(1) == pair.scenario and m.group(2) == pair.impl:
+            last = {"sent": int(m.group(3)), "received": int(m.group(4)),
+                    "fraction": float(m.group(5)), "min": float(m.group(6)),
+                    "max": float(m.group(7))}
+    return last
+
+
+def fmt_delivered(d):
+    """'0.9312 (0.9001-0.9540), per receiver 0.8800-1.0000': the median
+    fraction over the runs (smallest-largest), then the smallest min and the
+    largest max of one receiver."""
+    return "%.4f (%.4f-%.4f), per receiver %.4f-%.4f" % (
+        d["fraction"], d["fraction_min"], d["fraction_max"], d["min"], d["max"])
+
+
+def print_delivered(report):
+    """Under the table: the items delivered of each row that prints them."""
+    lines = []
+    for sc in report:
+        first = True
+        for e in sc["rows"]:
+            if "delivered" in e:
+                lines.append((sc["scenario"] if first else "", e["impl"],
+                              fmt_delivered(e["delivered"])))
+                first = False
+    if lines:
+        print()
+        print("items delivered (the receivers' reads / every receiver reading every item; "
+              "median over the runs):")
+        print_columns(("scenario", "impl", "delivered"), lines, set())
 
 
 def run_waits(pair, rounds, timeout):
@@ -1383,6 +1454,7 @@ def main():
         print()
         print_table(report)
         print_side_waits(report)
+        print_delivered(report)
         if unsupported:
             print()
             for (sc, impl, why) in unsupported:

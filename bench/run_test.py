@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Tests of bench/run.py's WAITS parsing and its contention tail targets
-(targets.toml [contention_tails]).  Run: python3 bench/run_test.py"""
+"""Tests of bench/run.py's WAITS and DELIVERED parsing and its contention
+tail targets (targets.toml [contention_tails]).  Run: python3 bench/run_test.py"""
 
 import os
 import sys
@@ -59,6 +59,66 @@ class WaitsLine(unittest.TestCase):
         self.assertEqual(w["read"]["max_ns"], 20)
         self.assertEqual(w["write"]["max_ns"], 40)
         self.assertEqual(w["write"]["max_worst_ns"], 60)
+
+
+class DeliveredLine(unittest.TestCase):
+    SC = "broadcast/fan-out-16-threads"
+    WARM = ("DELIVERED broadcast/fan-out-16-threads syncband-blocking sent=1000 received=9000 "
+            "fraction=0.562500 min=0.400000 max=0.700000")
+    TIMED = ("DELIVERED broadcast/fan-out-16-threads syncband-blocking sent=1000 received=15000 "
+             "fraction=0.937500 min=0.900000 max=1.000000")
+
+    def pair(self, impl="syncband-blocking"):
+        return run.Pair(self.SC, impl, [], 10, "c")
+
+    def test_the_timed_batchs_line_is_kept_not_the_warm_ups(self):
+        d = run.parse_delivered("noise\n%s\n%s\n" % (self.WARM, self.TIMED), self.pair())
+        self.assertEqual(d, {"sent": 1000, "received": 15000, "fraction": 0.9375,
+                             "min": 0.9, "max": 1.0})
+
+    def test_another_rows_line_or_a_malformed_one_is_ignored(self):
+        self.assertIsNone(run.parse_delivered(self.TIMED, self.pair("tokio")))
+        self.assertIsNone(run.parse_delivered(self.TIMED.replace(" min=", " least="),
+                                              self.pair()))
+        self.assertIsNone(run.parse_delivered(None, self.pair()))
+
+    def test_stats_take_the_median_fraction_and_the_extremes(self):
+        p = self.pair()
+        p.samples = [1.0]
+        p.allocs = [0]
+        for f, lo, hi in ((0.9, 0.8, 1.0), (0.5, 0.3, 0.7), (0.7, 0.6, 0.9)):
+            p.delivered.append({"sent": 10, "received": 1, "fraction": f, "min": lo, "max": hi})
+        d = p.stats()["delivered"]
+        self.assertEqual((d["fraction"], d["fraction_min"], d["fraction_max"]), (0.7, 0.5, 0.9))
+        self.assertEqual((d["min"], d["max"]), (0.3, 1.0))
+        self.assertEqual(run.fmt_delivered(d),
+                         "0.7000 (0.5000-0.9000), per receiver 0.3000-1.0000")
+
+    def test_the_table_shows_each_row_that_delivered(self):
+        import contextlib
+        import io
+        d = {"fraction": 0.75, "fraction_min": 0.7, "fraction_max": 0.8, "min": 0.5, "max": 1.0}
+        report = [{"scenario": self.SC, "rows": [{"impl": "syncband-blocking", "delivered": d},
+                                                 {"impl": "tokio", "delivered": d},
+                                                 {"impl": "other"}]}]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run.print_delivered(report)
+        lines = [l for l in out.getvalue().splitlines() if "0.7500" in l]
+        self.assertEqual(len(lines), 2)
+        self.assertIn(self.SC, lines[0])
+        self.assertIn("syncband-blocking", lines[0])
+        self.assertIn("tokio", lines[1])
+
+    def test_a_run_pair_keeps_the_line_from_stderr(self):
+        script = ("import sys; print(%r, file=sys.stderr); print(%r, file=sys.stderr); "
+                  "print('BATCH %s syncband-blocking 12.500'); "
+                  "print('RESULT %s syncband-blocking 12.500 allocs_per_round=0')"
+                  % (self.WARM, self.TIMED, self.SC, self.SC))
+        p = run.Pair(self.SC, "syncband-blocking", [sys.executable, "-c", script, "--"], 10, "c")
+        self.assertTrue(run.run_pair(p, None, 60))
+        self.assertEqual([d["fraction"] for d in p.delivered], [0.9375])
+        self.assertEqual(p.samples, [12.5])
 
 
 class TailTargets(unittest.TestCase):

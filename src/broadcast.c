@@ -36,7 +36,8 @@
  *
  * Lock-free receives (lagging, items of at most BC_FREE_MAX bytes): a
  * receive whose next item is there reads it without the lock, as a
- * sequence lock over the ring.  The sender, under the lock, announces the
+ * sequence lock over the ring (for an item of uint64_t size, inline in the
+ * caller: sb__broadcast_recv_word in broadcast.h).  The sender, under the lock, announces the
  * item it overwrites (`min`, unused by a lagging ring, becomes `begun`: the
  * items whose writes began), writes the slot with release stores, then
  * publishes `tail` with a release store.  A receiver loads `tail`
@@ -96,22 +97,9 @@ static inline bool bc_backpressure(const sb_broadcast *bc)
 	return bc_state_locked(bc) & SB_BROADCAST_STATE_BACKPRESSURE;
 }
 
-/* The slot index of item `seq`: a mask, not a division, for a power-of-two capacity. */
-static inline size_t bc_index(uint32_t capacity, uint64_t seq)
-{
-	return (capacity & (capacity - 1)) == 0 ? (size_t)(seq & (capacity - 1))
-						 : (size_t)(seq % capacity);
-}
-
 static inline unsigned char *bc_slot(const sb_broadcast *bc, uint64_t seq)
 {
-	return (unsigned char *)bc->slots + bc_index(bc->capacity, seq) * bc->item_size;
-}
-
-/* The slot of item `seq` of a ring of uint64_t items. */
-static inline _Atomic uint64_t *bc_word_slot(const sb_broadcast *bc, uint64_t seq)
-{
-	return (_Atomic uint64_t *)bc->slots + bc_index(bc->capacity, seq);
+	return (unsigned char *)bc->slots + sb__broadcast_index(bc->capacity, seq) * bc->item_size;
 }
 
 /* The largest item a lagging broadcast's receive reads without the lock. */
@@ -161,7 +149,8 @@ static inline __attribute__((always_inline)) void bc_slot_store(unsigned char *s
 			uint64_t v;
 			memcpy(&v, in + i, 8);
 			/* release: a receiver that loads it (acquire) sees this send's
-			 * `begun` store, made before (bc_recv_free's overwrite check). */
+			 * `begun` store, made before (the overwrite check of bc_recv_free
+			 * and sb__broadcast_recv_word). */
 			atomic_store_explicit((_Atomic uint64_t *)(slot + i), v, memory_order_release);
 		} else if (unit == 4) {
 			uint32_t v;
@@ -226,38 +215,28 @@ static __attribute__((noinline)) int bc_recv_free_copy(sb_broadcast *bc, uint64_
 /*
  * Without the lock: rx's next item into `item` (0), or SB_PENDING when the
  * lock must decide: back-pressure or a large item, nothing new, a lag, or a
- * send overwriting the slot during the copy (`item` untouched).
- * `word_only`: SB_PENDING for every item size but a uint64_t's too (a caller
- * that keeps the rest out of line).
+ * send overwriting the slot during the copy (`item` untouched).  An item of
+ * uint64_t size is the header's inline read (sb__broadcast_recv_word: one
+ * unit, in a register); the other sizes go through a buffer.
  */
-static inline int bc_recv_free(sb_broadcast_receiver *rx, void *item, bool word_only)
+static inline int bc_recv_free(sb_broadcast_receiver *rx, void *item)
 {
 	sb_broadcast *bc = rx->bc;
+	uint32_t size = bc->item_size;
+	if (size == sizeof(uint64_t))
+		return sb__broadcast_recv_word(rx, item);
 	/* relaxed: BACKPRESSURE is written by init only. */
 	size_t state = atomic_load_explicit((_Atomic size_t *)&bc->q.state, memory_order_relaxed);
-	uint32_t size = bc->item_size;
-	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) ||
-	    (size != sizeof(uint64_t) && (word_only || size > BC_FREE_MAX)))
+	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) || size > BC_FREE_MAX)
 		return SB_PENDING;
 	uint64_t cursor = rx->cursor; /* its owner's */
-	uint32_t capacity = bc->capacity;
 	/* acquire: the slot holds item `cursor` or a later one (pairs with
 	 * bc_publish's release store of tail). */
 	uint64_t tail = atomic_load_explicit(bc_tail_atomic(bc), memory_order_acquire);
-	if (tail - cursor - 1 >= capacity) /* nothing new, or lagged */
+	if (tail - cursor - 1 >= bc->capacity) /* nothing new, or lagged */
 		return SB_PENDING;
-	if (size == sizeof(uint64_t)) {
-		/* The common size: one unit, in a register. */
-		uint64_t v;
-		bc_slot_load(&v, (const unsigned char *)bc_word_slot(bc, cursor), sizeof v);
-		/* relaxed: as bc_recv_free_copy's. */
-		uint64_t begun = atomic_load_explicit(bc_begun_atomic(bc), memory_order_relaxed);
-		if (begun - cursor > capacity)
-			return SB_PENDING;
-		memcpy(item, &v, sizeof v);
-	} else if (bc_recv_free_copy(bc, cursor, item) != 0) {
+	if (bc_recv_free_copy(bc, cursor, item) != 0)
 		return SB_PENDING;
-	}
 	bc_set_cursor(rx, cursor + 1);
 	return 0;
 }
@@ -294,15 +273,16 @@ static bool bc_has_room(sb_broadcast *bc)
  * released by the caller). */
 static inline void bc_publish_as(sb_broadcast *bc, const void *item, bool lagging)
 {
+	if (lagging && bc->item_size == sizeof(uint64_t)) { /* the common size: one store */
+		sb__broadcast_publish_word(bc, item);
+		return;
+	}
 	uint64_t tail = bc->tail; /* written by lock holders only */
 	if (lagging && bc->item_size <= BC_FREE_MAX) { /* read without the lock */
 		/* relaxed: the slot's release stores below carry it to a receiver
 		 * that reads one of them (bc_recv_free). */
 		atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);
-		if (bc->item_size == sizeof(uint64_t)) /* the common size: one store */
-			bc_slot_store((unsigned char *)bc_word_slot(bc, tail), item, sizeof(uint64_t));
-		else
-			bc_slot_store(bc_slot(bc, tail), item, bc->item_size);
+		bc_slot_store(bc_slot(bc, tail), item, bc->item_size);
 	} else {
 		sb__channel_copy(bc_slot(bc, tail), item, bc->item_size);
 	}
@@ -563,7 +543,14 @@ static __attribute__((noinline)) int bc_try_send_locked(sb_broadcast *bc, const 
 	return r;
 }
 
-int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+void sb_broadcast_unlock_slow(sb_broadcast *bc)
+{
+	bc_unlock(bc);
+}
+
+/* try_send past its inline case (broadcast.h): other sizes, back-pressure,
+ * receives waiting, closed, the lock contended. */
+int sb_broadcast_try_send_slow(sb_broadcast *bc, const void *item)
 {
 	if (item == NULL)
 		return -EINVAL;
@@ -595,11 +582,14 @@ static __attribute__((noinline)) int bc_try_recv_locked(sb_broadcast_receiver *r
 	return r;
 }
 
-/* try_recv past its inline uint64_t case: other sizes without the lock, then with it. */
-static __attribute__((noinline)) int bc_try_recv_rest(sb_broadcast_receiver *rx, void *item)
+/* try_recv past its inline uint64_t case (broadcast.h): other sizes
+ * without the lock, then with it. */
+int sb_broadcast_try_recv_slow(sb_broadcast_receiver *rx, void *item)
 {
+	if (item == NULL || rx->bc == NULL)
+		return -EINVAL;
 	sb_broadcast *bc = rx->bc;
-	if (bc->item_size != sizeof(uint64_t) && bc_recv_free(rx, item, false) == 0)
+	if (bc->item_size != sizeof(uint64_t) && bc_recv_free(rx, item) == 0)
 		return 0;
 	bc_lock(bc);
 	/* The common case under the lock: the next item is there, not
@@ -612,15 +602,6 @@ static __attribute__((noinline)) int bc_try_recv_rest(sb_broadcast_receiver *rx,
 	bc_set_cursor(rx, rx->cursor + 1);
 	bc_unlock(bc);
 	return 0;
-}
-
-int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
-{
-	if (item == NULL || rx->bc == NULL)
-		return -EINVAL;
-	if (bc_recv_free(rx, item, true) == 0)
-		return 0;
-	return bc_try_recv_rest(rx, item);
 }
 
 /* -------------------------------------------------------------- futures */
@@ -708,7 +689,7 @@ static int bc_recv_attempt(sb_broadcast_recv *f, const sb_waker *w)
 {
 	sb_broadcast_receiver *rx = f->rx;
 	sb_broadcast *bc = rx->bc;
-	if (bc_recv_free(rx, f->item, false) == 0) {
+	if (bc_recv_free(rx, f->item) == 0) {
 		rx->waiting = 0;
 		return 0;
 	}
@@ -788,9 +769,29 @@ SB_FUTURE_OPS(sb_broadcast_recv_ops, sb_broadcast_recv, sb_broadcast_recv_poll,
 
 /* ------------------------------------------------------------- blocking */
 
+/* What sb_park_retry_before_wait retries. */
+typedef struct bc_try_send_args {
+	sb_broadcast *bc;
+	const void *item;
+} bc_try_send_args;
+
+static int bc_try_send_op(void *arg)
+{
+	bc_try_send_args *a = arg;
+	return sb_broadcast_try_send(a->bc, a->item);
+}
+
 int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t timeout_ns)
 {
 	int r = sb_broadcast_try_send(bc, item); /* skips the parker when it goes at once */
+	if (r != -EAGAIN)
+		return r;
+	/* Back-pressure (only it says -EAGAIN): a few yields and retries before
+	 * queueing, as the channel's.  The receivers run meanwhile and free
+	 * slots; a sender that queued instead would be woken - a futex wake and
+	 * a context switch - for every slot the slowest receiver frees
+	 * (docs/design.md). */
+	r = sb_park_retry_before_wait(bc_try_send_op, &(bc_try_send_args){ bc, item }, &timeout_ns);
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_send f;

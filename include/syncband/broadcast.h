@@ -37,6 +37,7 @@
 #define SYNCBAND_BROADCAST_H
 
 #include <errno.h>
+#include <string.h>
 
 #include <syncband/future.h>
 
@@ -176,20 +177,200 @@ SB_API uint64_t sb_broadcast_receiver_unread(const sb_broadcast_receiver *rx);
 /* How many items the receive that last returned -EOVERFLOW on `rx` missed. */
 SB_API uint64_t sb_broadcast_receiver_missed(const sb_broadcast_receiver *rx);
 
+/* The out-of-line rest of the inline functions below (see future.h). */
+SB_API int sb_broadcast_try_send_slow(sb_broadcast *bc, const void *item);
+SB_API int sb_broadcast_try_recv_slow(sb_broadcast_receiver *rx, void *item);
+SB_API void sb_broadcast_unlock_slow(sb_broadcast *bc);
+
+/*
+ * The 64-bit fields an inline receive reads without the lock (`tail`,
+ * `min`, a receiver's `cursor`): plain uint64_t in the struct, accessed
+ * atomically by every thread that races on them (src/broadcast.c).  Each
+ * caller says why its order is enough.
+ */
+#if defined(__cplusplus) && defined(__GNUC__)
+#define SB__BROADCAST_INLINE 1
+static inline uint64_t sb__broadcast_load_acquire(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t sb__broadcast_load_relaxed(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void sb__broadcast_store_relaxed(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+static inline void sb__broadcast_store_release(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+#elif !defined(__cplusplus)
+#define SB__BROADCAST_INLINE 1
+static inline uint64_t sb__broadcast_load_acquire(const uint64_t *p)
+{
+	return atomic_load_explicit((SB_ATOMIC(uint64_t) *)p, memory_order_acquire);
+}
+
+static inline uint64_t sb__broadcast_load_relaxed(const uint64_t *p)
+{
+	return atomic_load_explicit((SB_ATOMIC(uint64_t) *)p, memory_order_relaxed);
+}
+
+static inline void sb__broadcast_store_relaxed(uint64_t *p, uint64_t v)
+{
+	atomic_store_explicit((SB_ATOMIC(uint64_t) *)p, v, memory_order_relaxed);
+}
+
+static inline void sb__broadcast_store_release(uint64_t *p, uint64_t v)
+{
+	atomic_store_explicit((SB_ATOMIC(uint64_t) *)p, v, memory_order_release);
+}
+#endif
+
+/* The slot index of item `seq`: a mask, not a division, for a power-of-two capacity. */
+static inline size_t sb__broadcast_index(uint32_t capacity, uint64_t seq)
+{
+	return (capacity & (capacity - 1)) == 0 ? SB_CAST(size_t, seq & (capacity - 1))
+						 : SB_CAST(size_t, seq % capacity);
+}
+
+#ifdef SB__BROADCAST_INLINE
+/*
+ * Under the lock, a lagging ring of uint64_t-sized items: writes item `tail`
+ * (the sequence lock's writer side, src/broadcast.c): announces it in
+ * `begun` (`min`), stores the slot, then publishes `tail`.
+ */
+static inline void sb__broadcast_publish_word(sb_broadcast *bc, const void *item)
+{
+	uint64_t tail = bc->tail; /* written by lock holders only */
+	uint64_t v;
+#if defined(__GNUC__)
+	__asm__("" : "+r"(item)); /* as in sb__broadcast_recv_word's copy */
+#endif
+	memcpy(&v, item, sizeof v);
+	/* relaxed: the slot's release store below carries it to a receiver
+	 * that reads the slot (sb__broadcast_recv_word's overwrite check). */
+	sb__broadcast_store_relaxed(&bc->min, tail + 1);
+	/* release: a receiver that loads the word (acquire) sees the `begun`
+	 * store above (pairs with sb__broadcast_recv_word's slot load). */
+	sb__broadcast_store_release(SB_CAST(uint64_t *, bc->slots) +
+					    sb__broadcast_index(bc->capacity, tail),
+				    v);
+	/* release: a receiver that loads tail (acquire, sb__broadcast_recv_word)
+	 * sees the slot written; lock holders read it under the lock. */
+	sb__broadcast_store_release(&bc->tail, tail + 1);
+}
+
+/* The word's bits that send the inline send to the out-of-line one. */
+#define SB__BROADCAST_SEND_BUSY                                            \
+	(SB_QLOCK_HELD | SB_QLOCK_PARKED | SB_WAITQ_NONEMPTY |              \
+	 SB_BROADCAST_STATE_CLOSED | SB_BROADCAST_STATE_BACKPRESSURE)
+
+/*
+ * The send of a lagging ring's uint64_t-sized item when nobody holds the
+ * lock, waits or closed the broadcast: one CAS takes the lock, one releases
+ * it.  0, or SB_PENDING when the library must decide (another size,
+ * back-pressure, receives waiting, closed, the lock held, a CAS lost).
+ */
+static inline int sb__broadcast_send_idle(sb_broadcast *bc, const void *item)
+{
+	/* relaxed: a guess that the CAS confirms. */
+	size_t state = sb__state_load_relaxed(&bc->q);
+	if ((state & SB__BROADCAST_SEND_BUSY) || bc->item_size != sizeof(uint64_t))
+		return SB_PENDING;
+	/* acquire: the ring as the last holder left it (pairs with the
+	 * release of every unlock). */
+	if (!sb__state_cas_acquire(&bc->q, &state, state | SB_QLOCK_HELD))
+		return SB_PENDING;
+	sb__broadcast_publish_word(bc, item);
+	size_t held = state | SB_QLOCK_HELD;
+	/* release: publishes the ring to the next holder.  It fails when a
+	 * thread waiting for the lock set PARKED: the slow unlock wakes it. */
+	if (!sb__state_cas_release(&bc->q, &held, state))
+		sb_broadcast_unlock_slow(bc);
+	return 0;
+}
+
+/*
+ * The receive of a lagging ring's next uint64_t-sized item without the lock
+ * (the sequence lock of src/broadcast.c and docs/design.md): 0 with the
+ * item copied and the cursor moved, or SB_PENDING, `item` untouched, when
+ * the library must decide: back-pressure, another size, nothing new, a
+ * lag, or a send that began overwriting the slot during the read.  `rx`
+ * must be subscribed.
+ */
+static inline int sb__broadcast_recv_word(sb_broadcast_receiver *rx, void *item)
+{
+	sb_broadcast *bc = rx->bc;
+	/* relaxed: BACKPRESSURE is written by init only. */
+	size_t state = sb__state_load_relaxed(&bc->q);
+	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) || bc->item_size != sizeof(uint64_t))
+		return SB_PENDING;
+	uint64_t cursor = rx->cursor; /* its owner's */
+	uint32_t capacity = bc->capacity;
+	/* acquire: the slot holds item `cursor` or a later one (pairs with
+	 * bc_publish_as's release store of tail). */
+	uint64_t tail = sb__broadcast_load_acquire(&bc->tail);
+	if (tail - cursor - 1 >= capacity) /* nothing new, or lagged: the lock decides */
+		return SB_PENDING;
+	/* acquire: a word of a later send carries that send's `begun` store
+	 * (pairs with bc_slot_store's release). */
+	uint64_t v = sb__broadcast_load_acquire(SB_CAST(const uint64_t *, bc->slots) +
+						sb__broadcast_index(capacity, cursor));
+	/* relaxed: after the acquire load above, it shows the `begun` store
+	 * (`min`) of the send whose word that load read, if a later one. */
+	uint64_t begun = sb__broadcast_load_relaxed(&bc->min);
+	if (begun - cursor > capacity) /* item cursor + capacity began: maybe torn */
+		return SB_PENDING;
+#if defined(__GNUC__)
+	/* Hides where `item` comes from: a caller of another item size would
+	 * otherwise get a warning for this branch, dead for it (as
+	 * sb__channel_copy). */
+	__asm__("" : "+r"(item));
+#endif
+	memcpy(item, &v, sizeof v);
+	/* relaxed: unread() takes the lock and wants a snapshot only. */
+	sb__broadcast_store_relaxed(&rx->cursor, cursor + 1);
+	return 0;
+}
+#endif
+
 /*
  * Sends the item at `item` (item_size bytes) to every subscriber without
  * waiting: 0, -EAGAIN (back-pressure: a subscriber has yet to read the slot
- * it needs, or senders wait), -EPIPE or -EINVAL.
+ * it needs, or senders wait), -EPIPE or -EINVAL.  Inline: a lagging
+ * broadcast's item of uint64_t size, with no receive waiting, is one CAS
+ * to take the lock and one to release it.
  */
-SB_API int sb_broadcast_try_send(sb_broadcast *bc, const void *item);
+SB_INLINE int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+{
+#ifdef SB__BROADCAST_INLINE
+	if (item && sb__broadcast_send_idle(bc, item) == 0)
+		return 0;
+#endif
+	return sb_broadcast_try_send_slow(bc, item);
+}
 
 /*
  * Receives rx's next item into `item` without waiting: 0, -EAGAIN (nothing
  * new), -EOVERFLOW (lagged: see sb_broadcast_receiver_missed; nothing was
  * copied, and the next receive gets the oldest item held), -EPIPE (closed,
- * and rx has read everything) or -EINVAL.
+ * and rx has read everything) or -EINVAL.  Inline: a lagging broadcast's
+ * next item of uint64_t size is read with no lock and no read-modify-write.
  */
-SB_API int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item);
+SB_INLINE int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+{
+#ifdef SB__BROADCAST_INLINE
+	if (item && rx->bc && sb__broadcast_recv_word(rx, item) == 0)
+		return 0;
+#endif
+	return sb_broadcast_try_recv_slow(rx, item);
+}
 
 /*
  * Prepares a future that sends the item at `item`, which must stay valid

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Logic mutation runner: one small logic mutation at a time in src/.
+"""Logic mutation runner: one small logic mutation at a time in src/ (and
+in the inline fast paths of include/syncband/).
 
 The counterpart of tests/model/mutate.py (memory orders): each mutant below
 is a (file, exact source snippet, replacement, description) that negates a
@@ -69,7 +70,14 @@ LAYERS = {
     "latch.c": (["test_latch"], [("test_model_latch", None)], "latch"),
     "barrier.c": (["test_barrier"], [("test_model_barrier", None)], "barrier"),
     "broadcast.c": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
+    "broadcast.h": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
 }
+
+
+def source_path(root, name):
+    """A mutant's file: src/NAME, else the public header include/syncband/NAME."""
+    path = os.path.join(root, "src", name)
+    return path if os.path.exists(path) else os.path.join(root, "include", "syncband", name)
 # Every explorer program's cmocka tests, cheapest and likeliest first: the
 # SC exhaustive search, the atomic-count tests (a name with "read_modify" or
 # "cost"), the weak model's bounded search, the random schedules.
@@ -474,9 +482,10 @@ MUTANTS = [
      "sb_waitq_release_all(&l->q, SB_WAITER_CLOSED, &batch);",
      "the broadcast completes the waits with an error"),
     # ---- src/broadcast.c: the receive without the lock ---------------------
-    ("bcast-01", "broadcast.c", "if (begun - cursor > capacity)" + N + T + T + T + "return SB_PENDING;",
-     "if (begun - cursor > capacity + 1)" + N + T + T + T + "return SB_PENDING;",
-     "a one-unit receive misses a send that began overwriting its slot (off by one)"),
+    ("bcast-01", "broadcast.h",
+     "if (begun - cursor > capacity) /* item cursor + capacity began: maybe torn */",
+     "if (begun - cursor > capacity + 1)",
+     "a one-unit (inline) receive misses a send that began overwriting its slot (off by one)"),
     ("bcast-02", "broadcast.c",
      "if (begun - cursor > bc->capacity) /* item cursor + capacity began: maybe torn */",
      "if (begun - cursor > bc->capacity + 1)",
@@ -485,9 +494,20 @@ MUTANTS = [
      "atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);",
      "atomic_store_explicit(bc_begun_atomic(bc), tail, memory_order_relaxed);",
      "a send announces the item before the one it overwrites"),
-    ("bcast-04", "broadcast.c", "if (tail - cursor - 1 >= capacity) /* nothing new, or lagged */",
+    ("bcast-04", "broadcast.c", "if (tail - cursor - 1 >= bc->capacity) /* nothing new, or lagged */",
+     "if (tail - cursor > bc->capacity)",
+     "a wide receive without the lock reads when nothing new was sent"),
+    ("bcast-05", "broadcast.h",
+     "if (tail - cursor - 1 >= capacity) /* nothing new, or lagged: the lock decides */",
      "if (tail - cursor > capacity)",
-     "a receive without the lock reads when nothing new was sent"),
+     "a one-unit (inline) receive without the lock reads when nothing new was sent"),
+    ("bcast-06", "broadcast.h", "sb__broadcast_store_relaxed(&bc->min, tail + 1);",
+     "sb__broadcast_store_relaxed(&bc->min, tail);",
+     "a one-unit (inline) send announces the item before the one it overwrites"),
+    ("bcast-07", "broadcast.h", "if (!sb__state_cas_release(&bc->q, &held, state))" + N + T + T +
+     "sb_broadcast_unlock_slow(bc);",
+     "(void)sb__state_cas_release(&bc->q, &held, state);",
+     "an inline send whose unlock CAS fails (a thread parked on the lock) never wakes it"),
     # ---- src/barrier.c: the cancel of an arrival ---------------------------
     ("barrier-01", "barrier.c", "barrier_set_arrived_locked(b, arrived - 1);",
      "barrier_set_arrived_locked(b, arrived);",
@@ -666,7 +686,7 @@ def enclosing_function(stripped_lines, line):
 
 def locate(mutant):
     mid, name, snippet, _replacement, _desc = mutant
-    text = open(os.path.join(ROOT, "src", name)).read()
+    text = open(source_path(ROOT, name)).read()
     count = text.count(snippet)
     if count != 1:
         return None, "snippet found %d times" % count
@@ -678,7 +698,7 @@ def locate(mutant):
 
 def run_mutant(tree, mutant, args):
     mid, name, snippet, replacement, _desc = mutant
-    path = os.path.join(tree.path, "src", name)
+    path = source_path(tree.path, name)
     original = open(path).read()
     if original.count(snippet) != 1:
         return "invalid: snippet found %d times" % original.count(snippet)

@@ -3,7 +3,9 @@
 //! missed, then resumes at the oldest item held - is sb_broadcast's lagging
 //! policy, and (the single-thread fan-out rows) on `async-broadcast`
 //! (Debian's librust-async-broadcast-dev), whose default is back-pressure: a
-//! fan-out round never fills its capacity, so both policies do the same work.
+//! fan-out round never fills its capacity, so both policies do the same work;
+//! async-broadcast's back-pressure is the peer of the back-pressure threads
+//! row.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -203,4 +205,69 @@ pub fn fan_out_16_threads_tokio(p: &Params, m: &mut Meter) -> u64 {
         most as f64 / rounds as f64
     );
     delivered
+}
+
+/// broadcast/fan-out-16-threads-backpressure: one sender thread and 16
+/// receiver threads on async-broadcast's default policy (back-pressure: a
+/// send waits while the ring is full), capacity 64, each side blocking on
+/// its future with futures-lite's block_on.  Every receiver must read every
+/// item, in order.  ns per item sent.
+pub fn fan_out_16_threads_backpressure_async_broadcast(p: &Params, m: &mut Meter) -> u64 {
+    const N: usize = 16;
+    let (tx, first) = async_broadcast::broadcast::<u64>(64);
+    let mut rxs: Vec<_> = (1..N).map(|_| first.new_receiver()).collect();
+    rxs.push(first);
+    let ready = Arc::new(AtomicUsize::new(0));
+    let go = Arc::new(AtomicBool::new(false));
+    let wait_go = |ready: &AtomicUsize, go: &AtomicBool| {
+        ready.fetch_add(1, Ordering::Relaxed);
+        while !go.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+    };
+    let mut receivers = Vec::new();
+    for mut rx in rxs {
+        let (ready, go) = (ready.clone(), go.clone());
+        receivers.push(std::thread::spawn(move || {
+            wait_go(&ready, &go);
+            let (mut got, mut ordered) = (0u64, true);
+            loop {
+                match futures_lite::future::block_on(rx.recv()) {
+                    Ok(v) => {
+                        got += 1;
+                        ordered &= v == got;
+                    }
+                    Err(async_broadcast::RecvError::Closed) => break,
+                    Err(e) => panic!("wrong result at step `recv`: {e}"),
+                }
+            }
+            (got, ordered)
+        }));
+    }
+    let rounds = p.rounds;
+    let sender = {
+        let (ready, go) = (ready.clone(), go.clone());
+        std::thread::spawn(move || {
+            wait_go(&ready, &go);
+            for v in 1..=rounds {
+                if !matches!(futures_lite::future::block_on(tx.broadcast(v)), Ok(None)) {
+                    panic!("wrong result at step `send`");
+                }
+            }
+            drop(tx); // end of stream
+        })
+    };
+    while ready.load(Ordering::Relaxed) < N + 1 {
+        std::thread::yield_now();
+    }
+    m.start();
+    go.store(true, Ordering::Release);
+    sender.join().unwrap();
+    let results: Vec<_> = receivers.into_iter().map(|t| t.join().unwrap()).collect();
+    m.stop();
+    for &(got, ordered) in &results {
+        assert!(ordered, "each receiver reads every item, in order");
+        assert_eq!(got, rounds, "each receiver reads every item sent");
+    }
+    rounds
 }

@@ -549,6 +549,12 @@ pub fn rows() -> Vec<Row> {
         run("broadcast/fan-out-64", ASYNC_BROADCAST, 250_000, bc::fan_out_64_async_broadcast),
         run("broadcast/lagging-receiver", TOKIO, 1_000_000, bc::lagging_receiver_tokio),
         run("broadcast/fan-out-16-threads", TOKIO, 1_000_000, bc::fan_out_16_threads_tokio),
+        run(
+            "broadcast/fan-out-16-threads-backpressure",
+            ASYNC_BROADCAST,
+            250_000,
+            bc::fan_out_16_threads_backpressure_async_broadcast,
+        ),
     ]);
     rows.extend(watch_rows());
     rows.extend(crate::select::rows());

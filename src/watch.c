@@ -254,7 +254,13 @@ int sb_watch_read_slow(sb_watch_receiver *rx, void *out)
 
 /* --------------------------------------------------------------- futures */
 
-/* Done (changed, closed), or queued with a clone of `waker`. */
+/*
+ * Done (changed, closed), or queued with a clone of `waker`.  The inline
+ * poll (every caller's way here: sb_watch_changed_poll, and the ops table
+ * through it) has just found no newer version without the lock, so only a
+ * closed watch is looked for before the clone (it never clones); a send in
+ * between costs a clone and a lock that it drops at once.
+ */
 static int watch_changed_first_poll(void *future, const sb_waker *waker)
 {
 	sb_watch_changed *f = future;
@@ -262,14 +268,15 @@ static int watch_changed_first_poll(void *future, const sb_waker *waker)
 	if (rx == NULL || rx->watch == NULL)
 		return -EINVAL;
 	sb_watch *w = rx->watch;
-	/* acquire: as try_changed. */
-	int r = sb__watch_changed(sb__state_load_acquire(&w->q), rx->seen);
-	if (r != -EAGAIN)
-		return r;
+	/* acquire: as try_changed (pairs with close()'s CAS, or the release
+	 * of the version it then reports). */
+	size_t state = sb__state_load_acquire(&w->q);
+	if (state & SB_WATCH_STATE_CLOSED)
+		return sb__watch_changed(state, rx->seen);
 	sb_waker clone = sb_waker_clone(waker); /* before the lock: it may re-enter */
 	/* acquire (the lock CAS): a version or CLOSED seen here comes with
 	 * what its sender or closer published. */
-	r = sb__watch_changed(sb_waitq_lock(&w->q, 0), rx->seen);
+	int r = sb__watch_changed(sb_waitq_lock(&w->q, 0), rx->seen);
 	if (r != -EAGAIN) {
 		sb_waitq_unlock(&w->q);
 		sb_waker_drop(clone);

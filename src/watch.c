@@ -37,7 +37,8 @@
  * double buffer.
  *
  * The version changes only under the lock: the inline send adds one in the
- * CAS that releases the lock; the slow send and send_if add it with a
+ * CAS that releases the lock, and so do the slow send and send_if when no
+ * future waits; otherwise they add it with a
  * release RMW before they wake anyone, so that it is visible before the
  * broadcast (sb_waitq_release_all) may drop the lock between wake batches:
  * a future that registers meanwhile sees the new version and completes
@@ -94,16 +95,26 @@ static void watch_bump_locked(sb_watch *w, size_t clear)
 }
 
 /*
- * Under the lock: after a new version, releases every waiting future
- * GRANTED (it may drop and re-take the lock between batches), unlocks and
- * wakes them.
+ * Under the lock, after the storage changed (`clear`: NO_WORD, or 0): a new
+ * version, then every waiting future released GRANTED (the broadcast may
+ * drop and re-take the lock between batches), the lock released and the
+ * futures woken.  With nobody waiting, the version goes out in the unlock's
+ * CAS, as the inline send's does: one atomic read-modify-write instead of
+ * two.
  */
-static void watch_notify_and_unlock(sb_watch *w)
+static void watch_publish_and_unlock(sb_watch *w, size_t clear)
 {
+	if (sb_waitq_is_empty(&w->q)) {
+		/* release (the unlock CAS): a changed check or lock-free read
+		 * that sees the new version sees the value (and the word)
+		 * stored before it. */
+		sb_waitq_unlock_update(&w->q, clear, SB_WATCH_VERSION_ONE);
+		return;
+	}
+	watch_bump_locked(w, clear);
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	if (!sb_waitq_is_empty(&w->q))
-		sb_waitq_release_all(&w->q, SB_WAITER_GRANTED, &batch);
+	sb_waitq_release_all(&w->q, SB_WAITER_GRANTED, &batch);
 	sb_waitq_unlock(&w->q);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 }
@@ -174,8 +185,7 @@ int sb_watch_send_slow(sb_watch *w, const void *value)
 		return -EPIPE;
 	}
 	memcpy(w->value, value, w->size);
-	watch_bump_locked(w, watch_store_word_locked(w, state));
-	watch_notify_and_unlock(w);
+	watch_publish_and_unlock(w, watch_store_word_locked(w, state));
 	return 0;
 }
 
@@ -195,8 +205,7 @@ int sb_watch_send_if(sb_watch *w, sb_watch_modify_fn modify, void *arg)
 		sb_waitq_unlock_update(&w->q, clear, 0);
 		return 0;
 	}
-	watch_bump_locked(w, clear);
-	watch_notify_and_unlock(w);
+	watch_publish_and_unlock(w, clear);
 	return 1;
 }
 
@@ -254,7 +263,13 @@ int sb_watch_read_slow(sb_watch_receiver *rx, void *out)
 
 /* --------------------------------------------------------------- futures */
 
-/* Done (changed, closed), or queued with a clone of `waker`. */
+/*
+ * Done (changed, closed), or queued with a clone of `waker`.  The inline
+ * poll (every caller's way here: sb_watch_changed_poll, and the ops table
+ * through it) has just found no newer version without the lock, so only a
+ * closed watch is looked for before the clone (it never clones); a send in
+ * between costs a clone and a lock that it drops at once.
+ */
 static int watch_changed_first_poll(void *future, const sb_waker *waker)
 {
 	sb_watch_changed *f = future;
@@ -262,14 +277,15 @@ static int watch_changed_first_poll(void *future, const sb_waker *waker)
 	if (rx == NULL || rx->watch == NULL)
 		return -EINVAL;
 	sb_watch *w = rx->watch;
-	/* acquire: as try_changed. */
-	int r = sb__watch_changed(sb__state_load_acquire(&w->q), rx->seen);
-	if (r != -EAGAIN)
-		return r;
+	/* acquire: as try_changed (pairs with close()'s CAS, or the release
+	 * of the version it then reports). */
+	size_t state = sb__state_load_acquire(&w->q);
+	if (state & SB_WATCH_STATE_CLOSED)
+		return sb__watch_changed(state, rx->seen);
 	sb_waker clone = sb_waker_clone(waker); /* before the lock: it may re-enter */
 	/* acquire (the lock CAS): a version or CLOSED seen here comes with
 	 * what its sender or closer published. */
-	r = sb__watch_changed(sb_waitq_lock(&w->q, 0), rx->seen);
+	int r = sb__watch_changed(sb_waitq_lock(&w->q, 0), rx->seen);
 	if (r != -EAGAIN) {
 		sb_waitq_unlock(&w->q);
 		sb_waker_drop(clone);

@@ -975,6 +975,45 @@ static void a_statically_initialised_one_word_value_reads_its_initial_value_then
 	teardown_int(&w, &rx);
 }
 
+/* A read of the version it read last returns the value again, for any
+ * size: a multi-word value from the storage (its receiver's seen state has
+ * NO_WORD), a one-word one from the word, also when another receiver
+ * stored that word after this one subscribed. */
+static void a_read_of_an_unchanged_version_returns_the_value_again(void **state)
+{
+	(void)state;
+	size_t pair[2] = { 5, 6 }, got[2] = { 0, 0 };
+	sb_watch w;
+	sb_watch_receiver rx = SB_WATCH_RECEIVER_INIT;
+	assert_int_equal(sb_watch_init(&w, pair, sizeof pair), 0);
+	assert_int_equal(sb_watch_subscribe(&w, &rx), 0);
+	for (int i = 0; i < 2; i++) {
+		memset(got, 0, sizeof got);
+		assert_int_equal(sb_watch_read(&rx, got), 0);
+		assert_int_equal(got[0], 5);
+		assert_int_equal(got[1], 6);
+		assert_int_equal(sb_watch_seen(&rx), 0);
+	}
+	assert_int_equal(sb_watch_unsubscribe(&rx), 0);
+	assert_int_equal(sb_watch_destroy(&w), 0);
+
+	static size_t storage = 9;
+	static sb_watch sw = SB_WATCH_INIT(&storage, sizeof(size_t));
+	sb_watch_receiver a = SB_WATCH_RECEIVER_INIT, b = SB_WATCH_RECEIVER_INIT;
+	assert_int_equal(sb_watch_subscribe(&sw, &a), 0);
+	assert_int_equal(sb_watch_subscribe(&sw, &b), 0);
+	assert_int_equal(read_word(&b), 9); /* stores the word */
+	assert_int_equal(read_word(&a), 9);
+	assert_int_equal(read_word(&a), 9);
+	size_t v = 10;
+	assert_int_equal(sb_watch_send(&sw, &v), 0);
+	assert_int_equal(read_word(&a), 10);
+	assert_int_equal(read_word(&a), 10);
+	assert_int_equal(sb_watch_seen(&a), 1);
+	assert_int_equal(sb_watch_unsubscribe(&b), 0);
+	teardown_int(&sw, &a);
+}
+
 typedef struct word_arg {
 	sb_watch *w;
 	size_t rounds;
@@ -1028,6 +1067,7 @@ int main(void)
 		cmocka_unit_test(a_one_word_value_reads_what_send_and_send_if_left),
 		cmocka_unit_test(a_statically_initialised_one_word_value_reads_its_initial_value_then_sends),
 		cmocka_unit_test(a_one_word_value_read_beside_a_sender_is_the_version_it_marks_seen),
+		cmocka_unit_test(a_read_of_an_unchanged_version_returns_the_value_again),
 		cmocka_unit_test(the_static_initialiser_gives_an_open_watch_at_version_0),
 		cmocka_unit_test(init_refuses_bad_arguments_and_leaves_the_watch_unchanged),
 		cmocka_unit_test(a_new_receiver_has_seen_the_current_version_and_reads_the_current_value),

@@ -262,10 +262,11 @@ SB_API size_t sb_watch_seen(const sb_watch_receiver *rx);
 
 /*
  * Copies the current value into `out` (`size` bytes) and marks its version
- * seen: 0 or -EINVAL.  Never torn.  Inline: a one-word value is three loads
- * and no atomic read-modify-write (while nobody holds the lock); any other
- * size one CAS to take the lock when nobody holds it, the copy, one CAS to
- * release it.
+ * seen: 0 or -EINVAL.  Never torn.  Inline: a one-word value is two loads
+ * when its version is the one `rx` last read, four and the store of `seen`
+ * when it is newer, and no atomic read-modify-write either way (while
+ * nobody holds the lock); any other size one CAS to take the lock when
+ * nobody holds it, the copy, one CAS to release it.
  */
 /* GCC cannot tell that the word's copy runs only for one-word watches, and
  * warns when `out` is smaller (a 2-byte watch read into a short). */
@@ -278,18 +279,29 @@ SB_INLINE int sb_watch_read(sb_watch_receiver *rx, void *out)
 {
 	sb_watch *w = rx->watch;
 	if (w && out) {
-		/* acquire: the word holds this version's value or a later one
-		 * (pairs with the release of the unlock that published it). */
+		/* acquire: the send that stored it happens-before the state
+		 * load below, which therefore sees that send's lock (pairs with
+		 * the word's release store). */
+		size_t v = sb__watch_word_load_acquire(w);
+		/* acquire: the word loaded below holds this version's value or
+		 * a later one (pairs with the release of the unlock that
+		 * published it). */
 		size_t state = sb__state_load_acquire(&w->q);
 		if (sb__likely(!(state & (SB_QLOCK_HELD | SB_WATCH_STATE_NO_WORD)))) {
-			/* acquire: the send that stored it happens-before this read
-			 * (pairs with the word's release store), and so does the
-			 * lock that send took. */
-			size_t v = sb__watch_word_load_acquire(w);
-			/* relaxed: a word stored by a later send comes after that
-			 * send's lock in this thread's view (the acquire above),
-			 * so the word is this version's exactly when the state is
-			 * unchanged. */
+			/* The version `rx` last read: its read's acquire made
+			 * that version's word visible, so the word above is
+			 * that one or later, and not later, as a later send's
+			 * lock would show in this state (docs/design.md). */
+			if (sb__likely(state == rx->seen)) {
+				memcpy(out, &v, sizeof v);
+				return 0;
+			}
+			/* acquire: as the first load of the word. */
+			v = sb__watch_word_load_acquire(w);
+			/* relaxed: a word stored by a later send comes after
+			 * that send's lock in this thread's view (the acquire
+			 * above), so the word is this version's exactly when
+			 * the state is unchanged. */
 			if (sb__likely(sb__state_load_relaxed(&w->q) == state)) {
 				memcpy(out, &v, sizeof v);
 				rx->seen = state;

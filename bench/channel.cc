@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // bench/channel.cc - the channel rows of bench/README.md (sb_channel, items
-// of 8 bytes: a uint64_t).
+// of 8 bytes: a uint64_t).  Every channel with a capacity is a stamped ring
+// (sb_channel_init_ring, its storage 64-byte aligned); capacity 0 is the
+// rendezvous.
 //
 //   channel/try-send-try-recv          single thread: try_send one item into
 //                                      a capacity-16 channel, try_recv it
@@ -34,6 +36,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -57,13 +60,13 @@ using sbb::noop;
 struct TrySendTryRecv {
 	struct Storage {
 		sb_channel ch;
-		uint64_t slots[16];
+		alignas(64) unsigned char ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 16)];
 	};
 	sb_channel *ch;
 	uint64_t next = 0;
 	TrySendTryRecv(const sbb::Params &, Storage &st) : ch(&st.ch)
 	{
-		expect(sb_channel_init(ch, st.slots, sizeof(uint64_t), 16), 0, "init");
+		expect(sb_channel_init_ring(ch, st.ring, sizeof(uint64_t), 16), 0, "init");
 	}
 	void round()
 	{
@@ -90,7 +93,9 @@ SBB_ROUNDS(TrySendTryRecv, "channel/try-send-try-recv", sbb::SYNCBAND, 10000000)
 struct PingPong {
 	sb_loop_task a, b;
 	sb_channel ab, ba;
-	uint64_t ab_slot, ba_slot; // unused at capacity 0
+	// unused at capacity 0
+	alignas(64) unsigned char ab_ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 1)];
+	alignas(64) unsigned char ba_ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 1)];
 	sb_channel_send send_a, send_b;
 	sb_channel_recv recv_a, recv_b;
 	uint64_t out_a, in_a, in_b, out_b;
@@ -160,9 +165,9 @@ void no_ring(void *) {}
 template <size_t Capacity> uint64_t ping_pong(const sbb::Params &p, sbb::Meter &m)
 {
 	std::unique_ptr<PingPong> s(new PingPong());
-	uint64_t *slot_ab = Capacity ? &s->ab_slot : nullptr, *slot_ba = Capacity ? &s->ba_slot : nullptr;
-	expect(sb_channel_init(&s->ab, slot_ab, sizeof(uint64_t), Capacity), 0, "init ab");
-	expect(sb_channel_init(&s->ba, slot_ba, sizeof(uint64_t), Capacity), 0, "init ba");
+	unsigned char *slot_ab = Capacity ? s->ab_ring : nullptr, *slot_ba = Capacity ? s->ba_ring : nullptr;
+	expect(sb_channel_init_ring(&s->ab, slot_ab, sizeof(uint64_t), Capacity), 0, "init ab");
+	expect(sb_channel_init_ring(&s->ba, slot_ba, sizeof(uint64_t), Capacity), 0, "init ba");
 	s->left_a = s->left_b = p.rounds;
 	sb_loop loop;
 	sb_loop_init(&loop, no_ring, nullptr);
@@ -239,18 +244,28 @@ struct Shape {
 	unsigned producers, consumers, capacity;
 };
 
-// One channel of `capacity` items, alone on its cache lines, with its slots
-// in an allocation of their own.
+// One channel of `capacity` items, alone on its cache lines, with its ring
+// in an allocation of its own (64-byte aligned: head and tail on lines of
+// their own).
 struct Chan {
+	struct Free {
+		void operator()(unsigned char *p) const { std::free(p); }
+	};
 	sbb::CachePadded<sb_channel> padded;
-	std::unique_ptr<uint64_t[]> slots;
+	std::unique_ptr<unsigned char, Free> ring;
 	std::atomic<unsigned> producers_left;
-	explicit Chan(const Shape &s) : slots(new uint64_t[s.capacity ? s.capacity : 1]())
+	explicit Chan(const Shape &s)
+		: ring(static_cast<unsigned char *>(std::aligned_alloc(64, ring_bytes(s.capacity))))
 	{
+		expect(ring != nullptr, true, "ring storage");
 		producers_left.store(s.producers, std::memory_order_relaxed);
-		expect(sb_channel_init(&padded.value, s.capacity ? slots.get() : nullptr, sizeof(uint64_t),
-				       s.capacity),
+		expect(sb_channel_init_ring(&padded.value, s.capacity ? ring.get() : nullptr,
+					    sizeof(uint64_t), s.capacity),
 		       0, "init");
+	}
+	static size_t ring_bytes(unsigned capacity)
+	{
+		return (SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), capacity) + 64) / 64 * 64;
 	}
 	sb_channel *ch() { return &padded.value; }
 	// The last producer closes: end of stream.

@@ -4,9 +4,12 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu.h"
+#include "futex.h"
 #include "park.h"
 #include "select_claim.h"
 #include "wait_future.h"
@@ -63,6 +66,17 @@ static inline size_t ch_item_size(const sb_channel *ch)
 	return ch->item_size;
 }
 
+/* Whether the channel is a stamped ring (sb_channel_init_ring); fixed at init. */
+static inline bool ch_is_ring(const sb_channel *ch)
+{
+	return ch->capacity & SB__CHANNEL_RING_MODE;
+}
+
+static inline uint32_t ch_capacity(const sb_channel *ch)
+{
+	return ch->capacity & ~SB__CHANNEL_RING_MODE;
+}
+
 /* The address of ring slot `slot`. */
 static inline unsigned char *ch_slot(const sb_channel *ch, uint32_t slot)
 {
@@ -74,6 +88,89 @@ static inline uint32_t ch_slot_after_head(const sb_channel *ch, uint32_t i)
 {
 	uint32_t slot = ch->head + i; /* both below 2^30: no wrap */
 	return slot >= ch->capacity ? slot - ch->capacity : slot;
+}
+
+/*
+ * A stamped ring under the lock.  Every lock holder freezes both ring words
+ * (ch_ring_freeze): the inline paths' CASes expect no flags, so they fail
+ * and take the lock instead, and the holder alone moves head and tail until
+ * ch_ring_thaw stores them back with the flags that say who waits.  An
+ * inline operation that claimed a slot before the freeze may still be
+ * copying: the holder waits for that slot's stamp (ch_ring_await), a wait
+ * as short as one item's copy.
+ */
+static inline void ch_ring_freeze(sb_channel *ch)
+{
+	/* relaxed: RMWs, so that no inline CAS claims a slot unseen; the
+	 * slots themselves are ordered by their stamps (ch_ring_await). */
+	atomic_fetch_or_explicit(sb__channel_ring_tail(ch), SB__CHANNEL_RING_FROZEN,
+				 memory_order_relaxed);
+	/* relaxed: as the tail's. */
+	atomic_fetch_or_explicit(sb__channel_ring_head(ch), SB__CHANNEL_RING_FROZEN,
+				 memory_order_relaxed);
+}
+
+static inline bool ch_is_closed_locked(const sb_channel *ch);
+
+/* Under the lock: the ring's words back, with the flags that say who waits. */
+static inline void ch_ring_thaw(sb_channel *ch)
+{
+	uint64_t senders = ch->send_head ? SB__CHANNEL_RING_SENDERS : 0;
+	uint64_t tail_flags = senders | (ch->q.head ? SB__CHANNEL_RING_RECEIVERS : 0) |
+			      (ch_is_closed_locked(ch) ? SB__CHANNEL_RING_CLOSED : 0);
+	sb__channel_word *head = sb__channel_ring_head(ch), *tail = sb__channel_ring_tail(ch);
+	/* relaxed (both loads and stores): the holder's own words while
+	 * frozen; the inline paths take nothing from them but the position
+	 * their CAS confirms, and the slots are ordered by their stamps. */
+	uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
+	uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
+	atomic_store_explicit(tail, (t & ~SB__CHANNEL_RING_FLAGS) | tail_flags,
+			      memory_order_relaxed);
+	atomic_store_explicit(head, (h & ~SB__CHANNEL_RING_FLAGS) | senders,
+			      memory_order_relaxed);
+}
+
+/* Under the lock: waits until slot `slot`'s stamp is `want` (an inline operation finishing its copy). */
+static void ch_ring_await(sb_channel *ch, uint32_t slot, uint64_t want)
+{
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, slot);
+	for (unsigned spins = 0;; spins++) {
+		/* acquire: the item copied in, or out, before the stamp's
+		 * release store (ring push and pop, inline or here). */
+		uint64_t s = atomic_load_explicit(stamp, memory_order_acquire);
+		if (s == want)
+			return;
+#ifdef SB_MODEL_CHECK
+		/* The explorer runs the copying thread until the stamp changes
+		 * (twice a lap, below 2^30: all in its low half). */
+		sb_model_futex_wait(sb_futex_low_half((_Atomic size_t *)(void *)stamp),
+				    (uint32_t)s);
+#else
+		if (spins < 64)
+			sb_cpu_relax();
+		else
+			sched_yield();
+#endif
+	}
+}
+
+/* Under the lock (frozen): items in a stamped ring, claimed ones included. */
+static inline uint32_t ch_ring_len(const sb_channel *ch)
+{
+	/* relaxed: the holder's own words while frozen. */
+	uint64_t h = atomic_load_explicit(sb__channel_ring_head(ch), memory_order_relaxed);
+	/* relaxed: as the head's. */
+	uint64_t t = atomic_load_explicit(sb__channel_ring_tail(ch), memory_order_relaxed);
+	uint32_t hi = sb__channel_ring_index(h), ti = sb__channel_ring_index(t);
+	if ((h & SB__CHANNEL_RING_LAP_BITS) == (t & SB__CHANNEL_RING_LAP_BITS))
+		return ti - hi;
+	return ch_capacity(ch) - hi + ti;
+}
+
+/* Under the lock: items in the ring. */
+static inline uint32_t ch_len(const sb_channel *ch)
+{
+	return ch_is_ring(ch) ? ch_ring_len(ch) : ch->len;
 }
 
 /* The n-th item of an array of them. */
@@ -90,7 +187,10 @@ static inline unsigned char *ch_item_at_mut(const sb_channel *ch, void *items, s
 /* Takes the lock; returns whether the channel is closed (stable until unlock). */
 static inline bool ch_lock(sb_channel *ch)
 {
-	return sb_waitq_lock(&ch->q, 0) & SB_CHANNEL_STATE_CLOSED;
+	bool closed = sb_waitq_lock(&ch->q, 0) & SB_CHANNEL_STATE_CLOSED;
+	if (ch_is_ring(ch))
+		ch_ring_freeze(ch);
+	return closed;
 }
 
 /* Under the lock (CLOSED changes only when the lock is taken). */
@@ -102,6 +202,8 @@ static inline bool ch_is_closed_locked(const sb_channel *ch)
 /* Unlocks, recomputing both waiting bits (NONEMPTY: receivers; SENDERS). */
 static inline void ch_unlock(sb_channel *ch)
 {
+	if (ch_is_ring(ch))
+		ch_ring_thaw(ch);
 	sb_waitq_unlock_update(&ch->q, SB_CHANNEL_STATE_SENDERS,
 			       ch->send_head ? SB_CHANNEL_STATE_SENDERS : 0);
 }
@@ -117,27 +219,77 @@ void sb_channel_unlock_slow(sb_channel *ch)
  * which errs only towards set (senders only leave the list meanwhile): the
  * inline paths then merely take the slow one.
  */
+static inline void ch_flush(sb_channel *ch, sb_wake_batch *b)
+{
+	/* The ring stays frozen meanwhile (its inline paths take the lock);
+	 * a holder in between thaws it, so it is frozen again. */
+	sb_waitq_flush(&ch->q, b);
+	if (ch_is_ring(ch))
+		ch_ring_freeze(ch);
+}
+
 static inline void ch_make_room(sb_channel *ch, sb_wake_batch *b)
 {
 	if (sb_wake_batch_is_full(b))
-		sb_waitq_flush(&ch->q, b);
+		ch_flush(ch, b);
 }
 
 /* ------------------------------------------------------------ the ring */
 
 static void ring_push(sb_channel *ch, const void *item)
 {
-	assert(ch->len < ch->capacity);
-	sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch->item_size);
-	ch->len++;
+	assert(ch_len(ch) < ch_capacity(ch));
+	if (!ch_is_ring(ch)) {
+		sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item,
+				 ch->item_size);
+		ch->len++;
+		return;
+	}
+	sb__channel_word *tail = sb__channel_ring_tail(ch);
+	/* relaxed: the holder's own word while frozen. */
+	uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
+	uint32_t i = sb__channel_ring_index(t);
+	uint64_t free_stamp = sb__channel_ring_free(t);
+	ch_ring_await(ch, i, free_stamp); /* a receive copying the slot's last item out */
+	sb__channel_copy(sb__channel_ring_item(ch, i), item, ch->item_size);
+	/* release: the item to its receiver (pairs with every receive's
+	 * acquire load of the stamp). */
+	atomic_store_explicit(sb__channel_ring_stamp(ch, i), free_stamp | 1,
+			      memory_order_release);
+	uint64_t pos = t & ~SB__CHANNEL_RING_FLAGS;
+	/* relaxed: the holder's own word while frozen. */
+	atomic_store_explicit(tail,
+			      sb__channel_ring_next(pos, ch_capacity(ch)) |
+				      (t & SB__CHANNEL_RING_FLAGS),
+			      memory_order_relaxed);
 }
 
 static void ring_pop(sb_channel *ch, void *item)
 {
-	assert(ch->len > 0);
-	sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
-	ch->head = ch_slot_after_head(ch, 1);
-	ch->len--;
+	assert(ch_len(ch) > 0);
+	if (!ch_is_ring(ch)) {
+		sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
+		ch->head = ch_slot_after_head(ch, 1);
+		ch->len--;
+		return;
+	}
+	sb__channel_word *head = sb__channel_ring_head(ch);
+	/* relaxed: the holder's own word while frozen. */
+	uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
+	uint32_t i = sb__channel_ring_index(h);
+	uint64_t lap = h & SB__CHANNEL_RING_LAP_BITS;
+	ch_ring_await(ch, i, sb__channel_ring_free(h) | 1); /* a send copying its item in */
+	sb__channel_copy(item, sb__channel_ring_item(ch, i), ch->item_size);
+	/* release: the slot to its next send, after the copy out (pairs with
+	 * every send's acquire load of the stamp). */
+	atomic_store_explicit(sb__channel_ring_stamp(ch, i),
+			      sb__channel_ring_free(lap + SB__CHANNEL_RING_LAP), memory_order_release);
+	uint64_t pos = h & ~SB__CHANNEL_RING_FLAGS;
+	/* relaxed: the holder's own word while frozen. */
+	atomic_store_explicit(head,
+			      sb__channel_ring_next(pos, ch_capacity(ch)) |
+				      (h & SB__CHANNEL_RING_FLAGS),
+			      memory_order_relaxed);
 }
 
 /* ---------------------------------------------------- handing items over */
@@ -234,7 +386,7 @@ static void ch_refill_from_senders(sb_channel *ch, const sb_select *self, sb_wak
 {
 	for (;;) {
 		ch_make_room(ch, b);
-		if (ch->len == ch->capacity)
+		if (ch_len(ch) == ch_capacity(ch))
 			return;
 		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
 		if (w == CH_AGAIN)
@@ -257,7 +409,7 @@ static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n,
 	size_t sent = 0;
 	while (sent < n) {
 		if (sb_wake_batch_is_full(b)) {
-			sb_waitq_flush(&ch->q, b);
+			ch_flush(ch, b);
 			if (ch_is_closed_locked(ch))
 				return sent;
 			continue;
@@ -269,7 +421,7 @@ static size_t ch_send_locked(sb_channel *ch, const void *items, size_t n,
 			break;
 		sent += ch_hand_to_receiver(ch, w, ch_item_at(ch, items, sent), n - sent, b);
 	}
-	while (sent < n && ch->len < ch->capacity) {
+	while (sent < n && ch_len(ch) < ch_capacity(ch)) {
 		ring_push(ch, ch_item_at(ch, items, sent));
 		sent++;
 	}
@@ -285,7 +437,7 @@ static inline size_t ch_send_one_locked(sb_channel *ch, const void *item,
 {
 	sb_waiter *w = ch->q.head;
 	if (w == NULL) {
-		if (ch->len == ch->capacity)
+		if (ch_len(ch) == ch_capacity(ch))
 			return 0;
 		ring_push(ch, item);
 		return 1;
@@ -311,12 +463,12 @@ static size_t ch_recv_locked(sb_channel *ch, void *items, size_t n, const sb_sel
 {
 	size_t got = 0;
 	while (got < n) {
-		if (ch->len > 0) {
+		if (ch_len(ch) > 0) {
 			ring_pop(ch, ch_item_at_mut(ch, items, got++));
 			continue;
 		}
 		ch_make_room(ch, b);
-		if (ch->len > 0)
+		if (ch_len(ch) > 0)
 			continue; /* the flush let a sender in */
 		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
 		if (w == CH_AGAIN)
@@ -340,7 +492,7 @@ static inline size_t ch_recv_one_locked(sb_channel *ch, void *item, const sb_sel
 {
 	if (ch->send_head)
 		return ch_recv_locked(ch, item, 1, self, b);
-	if (ch->len == 0)
+	if (ch_len(ch) == 0)
 		return 0;
 	ring_pop(ch, item);
 	return 1;
@@ -355,7 +507,8 @@ static size_t ch_alignment(size_t item_size)
 	return a > 16 ? 16 : a;
 }
 
-int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity)
+/* sb_channel_init's checks; `ring`: a stamped ring's storage. */
+static int ch_check_init(const void *storage, size_t item_size, size_t capacity, bool ring)
 {
 	if (item_size == 0)
 		return -EINVAL;
@@ -363,11 +516,35 @@ int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capa
 		return -EOVERFLOW;
 	if (item_size > UINT32_MAX || capacity > SB_CHANNEL_MAX_CAPACITY)
 		return -EINVAL;
+	if (ring && capacity > 0 &&
+	    capacity * item_size > SIZE_MAX - SB__CHANNEL_RING_ITEMS(capacity))
+		return -EOVERFLOW;
 	if (capacity > 0 && storage == NULL)
 		return -EINVAL;
-	if ((uintptr_t)storage % ch_alignment(item_size) != 0)
+	size_t align = ch_alignment(item_size);
+	if (ring && capacity > 0 && align < 8)
+		align = 8;
+	if ((uintptr_t)storage % align != 0)
 		return -EINVAL;
-	*ch = (sb_channel)SB_CHANNEL_INIT(storage, (uint32_t)item_size, (uint32_t)capacity);
+	return 0;
+}
+
+int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity)
+{
+	int r = ch_check_init(storage, item_size, capacity, false);
+	if (r == 0)
+		*ch = (sb_channel)SB_CHANNEL_INIT(storage, (uint32_t)item_size, (uint32_t)capacity);
+	return r;
+}
+
+int sb_channel_init_ring(sb_channel *ch, void *storage, size_t item_size, size_t capacity)
+{
+	int r = ch_check_init(storage, item_size, capacity, true);
+	if (r != 0)
+		return r;
+	if (capacity > 0) /* the words and stamps: zero is an empty ring */
+		memset(storage, 0, SB__CHANNEL_RING_ITEMS(capacity));
+	*ch = (sb_channel)SB_CHANNEL_RING_INIT(storage, (uint32_t)item_size, (uint32_t)capacity);
 	return 0;
 }
 
@@ -382,9 +559,20 @@ int sb_channel_destroy(sb_channel *ch)
 
 void sb_channel_close(sb_channel *ch)
 {
-	/* acq_rel (sb_qlock_try_take with bits): CLOSED is read without the
-	 * lock (is_closed), so it is published by this CAS, not by the unlock. */
-	sb_waitq_lock(&ch->q, SB_CHANNEL_STATE_CLOSED);
+	if (ch_is_ring(ch)) {
+		/* The ring frozen first: whoever sees CLOSED below finds its
+		 * inline paths shut until the thaw adds CLOSED to the tail. */
+		ch_lock(ch);
+		/* release: CLOSED is read without the lock (is_closed), so it is
+		 * published here (pairs with is_closed's acquire), after the freeze. */
+		atomic_fetch_or_explicit(&ch->q.state, SB_CHANNEL_STATE_CLOSED,
+					 memory_order_release);
+	} else {
+		/* acq_rel (sb_qlock_try_take with bits): CLOSED is read without
+		 * the lock (is_closed), so it is published by this CAS, not by
+		 * the unlock. */
+		sb_waitq_lock(&ch->q, SB_CHANNEL_STATE_CLOSED);
+	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	for (;;) {
@@ -410,14 +598,14 @@ size_t sb_channel_len(const sb_channel *ch)
 {
 	sb_channel *c = (sb_channel *)ch; /* the lock only: nothing changes */
 	ch_lock(c);
-	size_t len = c->len;
+	size_t len = ch_len(c);
 	ch_unlock(c);
 	return len;
 }
 
 size_t sb_channel_capacity(const sb_channel *ch)
 {
-	return ch->capacity; /* fixed at init */
+	return ch_capacity(ch); /* fixed at init */
 }
 
 /* ------------------------------------------------------------ try_* */
@@ -463,7 +651,7 @@ int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted)
 	if (ch_send_locked(ch, item, 1, NULL, &batch) == 0) {
 		if (ch_is_closed_locked(ch)) {
 			r = -EPIPE; /* a flush let a close in */
-		} else if (ch->capacity == 0) {
+		} else if (ch_capacity(ch) == 0) {
 			r = -EAGAIN; /* nothing held, nothing to evict */
 		} else {
 			ring_pop(ch, evicted);
@@ -785,7 +973,7 @@ int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_
 	 * receivers no handoff nor wake (docs/design.md).  Not on a
 	 * rendezvous: its item moves only to a receiver that finds it queued
 	 * (a retrying receiver), so there it queues at once. */
-	if (ch->capacity > 0) { /* fixed at init */
+	if (ch_capacity(ch) > 0) { /* fixed at init */
 		r = sb_park_retry_before_wait(ch_try_send_op,
 					      &(ch_try_args){ ch, (void *)item }, &timeout_ns);
 		if (r != -EAGAIN)

@@ -54,6 +54,22 @@ extern "C" {
 #define SB_CHANNEL_STORAGE_SIZE(item_size, capacity) \
 	(SB_CAST(size_t, item_size) * SB_CAST(size_t, capacity))
 
+/*
+ * Bytes of storage a stamped-ring channel (sb_channel_init_ring) of
+ * `capacity` items of `item_size` needs: a cache line each for the ring's
+ * head and tail, a stamp word per slot (an even count), then the items.
+ * 0 at capacity 0.
+ */
+#define SB_CHANNEL_RING_STORAGE_SIZE(item_size, capacity)                     \
+	(SB_CAST(size_t, capacity) == 0                                       \
+		 ? SB_CAST(size_t, 0)                                         \
+		 : SB__CHANNEL_RING_ITEMS(capacity) +                         \
+			   SB_CAST(size_t, item_size) * SB_CAST(size_t, capacity))
+
+/* Where a stamped ring's items start in its storage. */
+#define SB__CHANNEL_RING_ITEMS(capacity) \
+	(SB_CAST(size_t, 128) + ((SB_CAST(size_t, capacity) + 1) & ~SB_CAST(size_t, 1)) * 8)
+
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_channel {
 	sb_waitq q;            /* the lock (its word) and the waiting receivers */
@@ -61,9 +77,9 @@ typedef struct sb_channel {
 	sb_waiter *send_tail;
 	void *slots;           /* the caller's storage */
 	uint32_t item_size;
-	uint32_t capacity;
-	uint32_t head;         /* the oldest item's slot */
-	uint32_t len;          /* items in the ring */
+	uint32_t capacity;     /* SB__CHANNEL_RING_MODE: a stamped ring */
+	uint32_t head;         /* the oldest item's slot (not in a stamped ring) */
+	uint32_t len;          /* items in the ring (not in a stamped ring) */
 } sb_channel;
 
 /*
@@ -89,6 +105,34 @@ typedef struct sb_channel {
  */
 #define SB_CHANNEL_INIT(storage, item_size, capacity) \
 	{ SB_WAITQ_INIT(0), NULL, NULL, (storage), (item_size), (capacity), 0, 0 }
+
+/*
+ * The top bit of `capacity`: the channel is a stamped ring (ABI: the inline
+ * paths read it).  Its storage (SB_CHANNEL_RING_STORAGE_SIZE) starts with
+ * the ring's head and tail words, a cache line each, then one stamp word per
+ * slot, then the items.  Each ring word is a position - its slot's index in
+ * bits 4-33, the lap from bit 35 up - and four flags (below); a stamp says
+ * whether its slot is free for the position of a lap (twice the lap) or
+ * holds its item (twice the lap, plus 1).  Zeroed storage is an empty ring.
+ */
+#define SB__CHANNEL_RING_MODE (SB_CAST(uint32_t, 1) << 31)
+#define SB__CHANNEL_RING_FROZEN SB_CAST(uint64_t, 1)    /* a lock holder owns both words */
+#define SB__CHANNEL_RING_RECEIVERS SB_CAST(uint64_t, 2) /* tail: receivers wait */
+#define SB__CHANNEL_RING_SENDERS SB_CAST(uint64_t, 4)   /* head and tail: senders wait */
+#define SB__CHANNEL_RING_CLOSED SB_CAST(uint64_t, 8)    /* tail: closed */
+#define SB__CHANNEL_RING_FLAGS SB_CAST(uint64_t, 15)
+#define SB__CHANNEL_RING_STEP SB_CAST(uint64_t, 16)
+#define SB__CHANNEL_RING_LAP (SB_CAST(uint64_t, 1) << 35)
+#define SB__CHANNEL_RING_LAP_BITS (~(SB__CHANNEL_RING_LAP - 1))
+
+/*
+ * Static initialiser of a stamped ring (sb_channel_init_ring): an open,
+ * empty channel over `storage`, SB_CHANNEL_RING_STORAGE_SIZE bytes that
+ * must be zero (a static array is).  Nothing is checked.
+ */
+#define SB_CHANNEL_RING_INIT(storage, item_size, capacity)                    \
+	{ SB_WAITQ_INIT(0), NULL, NULL, (storage), (item_size),                \
+	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, capacity) | SB__CHANNEL_RING_MODE, 0, 0 }
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_channel_send {
@@ -117,6 +161,18 @@ typedef struct sb_channel_recv {
  * so aligned; -EOVERFLOW when capacity * item_size does not fit in a size_t.
  */
 SB_API int sb_channel_init(sb_channel *ch, void *storage, size_t item_size, size_t capacity);
+
+/*
+ * As sb_channel_init, over SB_CHANNEL_RING_STORAGE_SIZE bytes at `storage`
+ * (its contents need not be zero: init clears them), aligned to 8 and to 16
+ * when item_size is a multiple of 16 (64 keeps the ring's head and tail on
+ * cache lines of their own).  The channel keeps every contract of this
+ * header; with nobody waiting, a send or receive that finds room or an item
+ * takes one atomic read-modify-write instead of the lock's two.  Same
+ * errors.  Capacity 0 is the rendezvous of sb_channel_init.
+ */
+SB_API int sb_channel_init_ring(sb_channel *ch, void *storage, size_t item_size,
+				size_t capacity);
 
 /*
  * Returns 0, or -EBUSY while futures wait (the channel stays usable).  Items
@@ -208,12 +264,200 @@ static inline void sb__channel_copy(void *dst, const void *src, uint32_t item_si
 	memcpy(dst, src, item_size);
 }
 
+/* A stamped ring's words (SB__CHANNEL_RING_MODE), in the caller's storage. */
+typedef SB_ATOMIC(uint64_t) sb__channel_word;
+
+static inline sb__channel_word *sb__channel_word_at(const sb_channel *ch, size_t offset)
+{
+	return SB_CAST(sb__channel_word *,
+		       SB_CAST(void *, SB_CAST(unsigned char *, ch->slots) + offset));
+}
+
+static inline sb__channel_word *sb__channel_ring_head(const sb_channel *ch)
+{
+	return sb__channel_word_at(ch, 0);
+}
+
+static inline sb__channel_word *sb__channel_ring_tail(const sb_channel *ch)
+{
+	return sb__channel_word_at(ch, 64);
+}
+
+static inline sb__channel_word *sb__channel_ring_stamp(const sb_channel *ch, uint32_t slot)
+{
+	return sb__channel_word_at(ch, 128) + slot;
+}
+
+static inline void *sb__channel_ring_item(const sb_channel *ch, uint32_t slot)
+{
+	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
+	return SB_CAST(unsigned char *, ch->slots) + SB__CHANNEL_RING_ITEMS(cap) +
+	       SB_CAST(size_t, slot) * ch->item_size;
+}
+
+/* A position's stamp while its slot is free: twice its lap (bit 34 is 0). */
+static inline uint64_t sb__channel_ring_free(uint64_t pos)
+{
+	return (pos & SB__CHANNEL_RING_LAP_BITS) >> 34;
+}
+
+/* A ring word's slot index. */
+static inline uint32_t sb__channel_ring_index(uint64_t word)
+{
+	return SB_CAST(uint32_t, (word >> 4) & 0x3fffffff);
+}
+
+/* The position after `pos` (no flags) in a ring of `cap` slots. */
+static inline uint64_t sb__channel_ring_next(uint64_t pos, uint32_t cap)
+{
+	return sb__channel_ring_index(pos) + 1 < cap
+		       ? pos + SB__CHANNEL_RING_STEP
+		       : (pos & SB__CHANNEL_RING_LAP_BITS) + SB__CHANNEL_RING_LAP;
+}
+
+/* The stamped ring's atomics (C11 and C++); each caller says why its order is enough. */
+#ifdef __cplusplus
+static inline uint64_t sb__channel_load_relaxed(const sb__channel_word *w)
+{
+	return w->load(std::memory_order_relaxed);
+}
+
+static inline uint64_t sb__channel_load_acquire(const sb__channel_word *w)
+{
+	return w->load(std::memory_order_acquire);
+}
+
+static inline void sb__channel_store_release(sb__channel_word *w, uint64_t v)
+{
+	w->store(v, std::memory_order_release);
+}
+
+static inline bool sb__channel_cas_relaxed(sb__channel_word *w, uint64_t *expected,
+					   uint64_t desired)
+{
+	return w->compare_exchange_weak(*expected, desired, std::memory_order_relaxed,
+					std::memory_order_relaxed);
+}
+#else
+static inline uint64_t sb__channel_load_relaxed(const sb__channel_word *w)
+{
+	return atomic_load_explicit(SB_CAST(sb__channel_word *, w), memory_order_relaxed);
+}
+
+static inline uint64_t sb__channel_load_acquire(const sb__channel_word *w)
+{
+	return atomic_load_explicit(SB_CAST(sb__channel_word *, w), memory_order_acquire);
+}
+
+static inline void sb__channel_store_release(sb__channel_word *w, uint64_t v)
+{
+	atomic_store_explicit(w, v, memory_order_release);
+}
+
+static inline bool sb__channel_cas_relaxed(sb__channel_word *w, uint64_t *expected,
+					   uint64_t desired)
+{
+	return atomic_compare_exchange_weak_explicit(w, expected, desired, memory_order_relaxed,
+						     memory_order_relaxed);
+}
+#endif
+
+/*
+ * A stamped ring's send with nobody waiting (the tail's flags clear): one
+ * CAS on the tail claims the slot its stamp says is free, the item is
+ * copied in, and the stamp's release store publishes it.  0 (sent), -EAGAIN
+ * (full), or SB_PENDING: the out-of-line path decides (flags set, or a
+ * receive of the slot's last item not done copying it out).
+ */
+static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
+{
+	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
+	sb__channel_word *tailw = sb__channel_ring_tail(ch);
+	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
+	uint64_t t = sb__channel_load_relaxed(tailw);
+	for (;;) {
+		if (t & SB__CHANNEL_RING_FLAGS)
+			return SB_PENDING;
+		uint32_t i = sb__channel_ring_index(t);
+		uint64_t free_stamp = sb__channel_ring_free(t);
+		sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+		/* acquire: the receive that freed the slot copied its item out
+		 * first (pairs with the release store that freed it). */
+		uint64_t s = sb__channel_load_acquire(stamp);
+		if (s != free_stamp) {
+			/* relaxed: snapshots.  Full: the head a lap behind. */
+			uint64_t h = sb__channel_load_relaxed(sb__channel_ring_head(ch));
+			if ((h & ~SB__CHANNEL_RING_FLAGS) + SB__CHANNEL_RING_LAP == t)
+				return -EAGAIN;
+			/* relaxed: as the first load; another send took the slot. */
+			uint64_t again = sb__channel_load_relaxed(tailw);
+			if (again == t)
+				return SB_PENDING;
+			t = again;
+			continue;
+		}
+		/* relaxed: the stamp said the slot is free; the CAS only claims it. */
+		if (sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, cap))) {
+			sb__channel_copy(sb__channel_ring_item(ch, i), item, ch->item_size);
+			/* release: the item to its receiver (pairs with the
+			 * acquire load of the stamp in every receive). */
+			sb__channel_store_release(stamp, free_stamp | 1);
+			return 0;
+		}
+	}
+}
+
+/* The same for a receive: 0 (received), -EAGAIN (empty, not closed), or SB_PENDING. */
+static inline int sb__channel_ring_pop(sb_channel *ch, void *item)
+{
+	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
+	sb__channel_word *headw = sb__channel_ring_head(ch);
+	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
+	uint64_t h = sb__channel_load_relaxed(headw);
+	for (;;) {
+		if (h & SB__CHANNEL_RING_FLAGS)
+			return SB_PENDING;
+		uint32_t i = sb__channel_ring_index(h);
+		uint64_t lap = h & SB__CHANNEL_RING_LAP_BITS;
+		sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+		/* acquire: the item its send copied in (pairs with the release
+		 * store that published it). */
+		uint64_t s = sb__channel_load_acquire(stamp);
+		if (s != (sb__channel_ring_free(h) | 1)) {
+			/* relaxed: snapshots.  Empty: the tail where the head is;
+			 * closed or a lock holder at work: the slow path says. */
+			uint64_t t = sb__channel_load_relaxed(sb__channel_ring_tail(ch));
+			if ((t & ~SB__CHANNEL_RING_FLAGS) == h)
+				return t & (SB__CHANNEL_RING_CLOSED | SB__CHANNEL_RING_FROZEN)
+					       ? SB_PENDING
+					       : -EAGAIN;
+			/* relaxed: as the first load; another receive took it. */
+			uint64_t again = sb__channel_load_relaxed(headw);
+			if (again == h)
+				return SB_PENDING;
+			h = again;
+			continue;
+		}
+		/* relaxed: the stamp said the item is there; the CAS only claims it. */
+		if (sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, cap))) {
+			sb__channel_copy(item, sb__channel_ring_item(ch, i), ch->item_size);
+			/* release: the slot to its next send, after the copy out
+			 * (pairs with the acquire load of the stamp in every send). */
+			sb__channel_store_release(stamp,
+						  sb__channel_ring_free(lap + SB__CHANNEL_RING_LAP));
+			return 0;
+		}
+	}
+}
+
 /*
  * The ring alone, nobody waiting: 0 (sent), -EAGAIN (full), or SB_PENDING
  * when the word sends it to the out-of-line path.
  */
 static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 {
+	if (ch->capacity & SB__CHANNEL_RING_MODE)
+		return sb__channel_ring_push(ch, item);
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;
@@ -233,6 +477,8 @@ static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 /* The same for a receive: 0 (received), -EAGAIN (empty), or SB_PENDING. */
 static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
 {
+	if (ch->capacity & SB__CHANNEL_RING_MODE)
+		return sb__channel_ring_pop(ch, item);
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;
@@ -251,7 +497,8 @@ static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
  * Sends the item at `item` (item_size bytes) without waiting: to the oldest
  * waiting receiver, or into the ring.  0, -EAGAIN (full; on a rendezvous
  * channel: no receiver waits), -EPIPE or -EINVAL.  Inline: with nobody
- * waiting, one CAS to take the channel's lock and one to release it.
+ * waiting, one CAS to take the channel's lock and one to release it; one
+ * CAS in all on a stamped ring (sb_channel_init_ring).
  */
 SB_INLINE int sb_channel_try_send(sb_channel *ch, const void *item)
 {

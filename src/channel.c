@@ -142,7 +142,7 @@ static void ch_ring_await(sb_channel *ch, uint32_t slot, uint64_t want)
 			return;
 #ifdef SB_MODEL_CHECK
 		/* The explorer runs the copying thread until the stamp changes
-		 * (twice a lap, below 2^30: all in its low half). */
+		 * (twice a lap, below 2^29: all in its low half). */
 		sb_model_futex_wait(sb_futex_low_half((_Atomic size_t *)(void *)stamp),
 				    (uint32_t)s);
 #else
@@ -249,13 +249,13 @@ static void ring_push(sb_channel *ch, const void *item)
 	/* relaxed: the holder's own word while frozen. */
 	uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
 	uint32_t i = sb__channel_ring_index(t);
-	uint64_t free_stamp = sb__channel_ring_free(t);
+	uint64_t free_stamp = sb__channel_ring_free(t & ~SB__CHANNEL_RING_FLAGS);
 	ch_ring_await(ch, i, free_stamp); /* a receive copying the slot's last item out */
-	sb__channel_copy(sb__channel_ring_item(ch, i), item, ch->item_size);
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
 	/* release: the item to its receiver (pairs with every receive's
 	 * acquire load of the stamp). */
-	atomic_store_explicit(sb__channel_ring_stamp(ch, i), free_stamp | 1,
-			      memory_order_release);
+	atomic_store_explicit(stamp, free_stamp | 1, memory_order_release);
 	uint64_t pos = t & ~SB__CHANNEL_RING_FLAGS;
 	/* relaxed: the holder's own word while frozen. */
 	atomic_store_explicit(tail,
@@ -277,14 +277,13 @@ static void ring_pop(sb_channel *ch, void *item)
 	/* relaxed: the holder's own word while frozen. */
 	uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
 	uint32_t i = sb__channel_ring_index(h);
-	uint64_t lap = h & SB__CHANNEL_RING_LAP_BITS;
-	ch_ring_await(ch, i, sb__channel_ring_free(h) | 1); /* a send copying its item in */
-	sb__channel_copy(item, sb__channel_ring_item(ch, i), ch->item_size);
+	uint64_t pos = h & ~SB__CHANNEL_RING_FLAGS;
+	ch_ring_await(ch, i, sb__channel_ring_free(pos) | 1); /* a send copying its item in */
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
 	/* release: the slot to its next send, after the copy out (pairs with
 	 * every send's acquire load of the stamp). */
-	atomic_store_explicit(sb__channel_ring_stamp(ch, i),
-			      sb__channel_ring_free(lap + SB__CHANNEL_RING_LAP), memory_order_release);
-	uint64_t pos = h & ~SB__CHANNEL_RING_FLAGS;
+	atomic_store_explicit(stamp, sb__channel_ring_freed(pos), memory_order_release);
 	/* relaxed: the holder's own word while frozen. */
 	atomic_store_explicit(head,
 			      sb__channel_ring_next(pos, ch_capacity(ch)) |
@@ -517,7 +516,8 @@ static int ch_check_init(const void *storage, size_t item_size, size_t capacity,
 	if (item_size > UINT32_MAX || capacity > SB_CHANNEL_MAX_CAPACITY)
 		return -EINVAL;
 	if (ring && capacity > 0 &&
-	    capacity * item_size > SIZE_MAX - SB__CHANNEL_RING_ITEMS(capacity))
+	    (item_size > SIZE_MAX - 32 ||
+	     capacity > (SIZE_MAX - 128) / SB__CHANNEL_RING_STRIDE(item_size)))
 		return -EOVERFLOW;
 	if (capacity > 0 && storage == NULL)
 		return -EINVAL;
@@ -542,8 +542,8 @@ int sb_channel_init_ring(sb_channel *ch, void *storage, size_t item_size, size_t
 	int r = ch_check_init(storage, item_size, capacity, true);
 	if (r != 0)
 		return r;
-	if (capacity > 0) /* the words and stamps: zero is an empty ring */
-		memset(storage, 0, SB__CHANNEL_RING_ITEMS(capacity));
+	if (capacity > 0) /* zero is an empty ring */
+		memset(storage, 0, SB_CHANNEL_RING_STORAGE_SIZE(item_size, capacity));
 	*ch = (sb_channel)SB_CHANNEL_RING_INIT(storage, (uint32_t)item_size, (uint32_t)capacity);
 	return 0;
 }

@@ -57,18 +57,22 @@ extern "C" {
 /*
  * Bytes of storage a stamped-ring channel (sb_channel_init_ring) of
  * `capacity` items of `item_size` needs: a cache line each for the ring's
- * head and tail, a stamp word per slot (an even count), then the items.
+ * head and tail, then a slot per item: a stamp word, then the item (at 8,
+ * or at 16 when item_size is a multiple of 16), padded to a multiple of 8.
  * 0 at capacity 0.
  */
 #define SB_CHANNEL_RING_STORAGE_SIZE(item_size, capacity)                     \
 	(SB_CAST(size_t, capacity) == 0                                       \
 		 ? SB_CAST(size_t, 0)                                         \
-		 : SB__CHANNEL_RING_ITEMS(capacity) +                         \
-			   SB_CAST(size_t, item_size) * SB_CAST(size_t, capacity))
+		 : SB_CAST(size_t, 128) + SB__CHANNEL_RING_STRIDE(item_size) *  \
+						  SB_CAST(size_t, capacity))
 
-/* Where a stamped ring's items start in its storage. */
-#define SB__CHANNEL_RING_ITEMS(capacity) \
-	(SB_CAST(size_t, 128) + ((SB_CAST(size_t, capacity) + 1) & ~SB_CAST(size_t, 1)) * 8)
+/* Where a stamped ring's item sits in its slot, and the slots' stride. */
+#define SB__CHANNEL_RING_ITEM_AT(item_size) \
+	(SB_CAST(size_t, item_size) % 16 == 0 ? SB_CAST(size_t, 16) : SB_CAST(size_t, 8))
+#define SB__CHANNEL_RING_STRIDE(item_size)      \
+	(SB__CHANNEL_RING_ITEM_AT(item_size) +  \
+	 ((SB_CAST(size_t, item_size) + 7) & ~SB_CAST(size_t, 7)))
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_channel {
@@ -78,8 +82,8 @@ typedef struct sb_channel {
 	void *slots;           /* the caller's storage */
 	uint32_t item_size;
 	uint32_t capacity;     /* SB__CHANNEL_RING_MODE: a stamped ring */
-	uint32_t head;         /* the oldest item's slot (not in a stamped ring) */
-	uint32_t len;          /* items in the ring (not in a stamped ring) */
+	uint32_t head;         /* the oldest item's slot (a stamped ring: stride / 8) */
+	uint32_t len;          /* items in the ring (a stamped ring: where the item sits) */
 } sb_channel;
 
 /*
@@ -108,22 +112,24 @@ typedef struct sb_channel {
 
 /*
  * The top bit of `capacity`: the channel is a stamped ring (ABI: the inline
- * paths read it).  Its storage (SB_CHANNEL_RING_STORAGE_SIZE) starts with
- * the ring's head and tail words, a cache line each, then one stamp word per
- * slot, then the items.  Each ring word is a position - its slot's index in
- * bits 4-33, the lap from bit 35 up - and four flags (below); a stamp says
- * whether its slot is free for the position of a lap (twice the lap) or
- * holds its item (twice the lap, plus 1).  Zeroed storage is an empty ring.
+ * paths read it, and then `head` and `len` hold its slots' stride / 8 and
+ * where the item sits in a slot).  Its storage (SB_CHANNEL_RING_STORAGE_SIZE)
+ * starts with the ring's head and tail words, a cache line each, then the
+ * slots, each a stamp word and an item.  Each ring word is a position - its
+ * slot's index in bits 0-30 (bit 31 is 0), the lap in bits 32-59 - and four
+ * flags in bits 60-63 (below); a stamp says whether its slot is free for the
+ * position of a lap (twice the lap, modulo 2^29) or holds its item (that,
+ * plus 1).  Zeroed storage is an empty ring.
  */
 #define SB__CHANNEL_RING_MODE (SB_CAST(uint32_t, 1) << 31)
-#define SB__CHANNEL_RING_FROZEN SB_CAST(uint64_t, 1)    /* a lock holder owns both words */
-#define SB__CHANNEL_RING_RECEIVERS SB_CAST(uint64_t, 2) /* tail: receivers wait */
-#define SB__CHANNEL_RING_SENDERS SB_CAST(uint64_t, 4)   /* head and tail: senders wait */
-#define SB__CHANNEL_RING_CLOSED SB_CAST(uint64_t, 8)    /* tail: closed */
-#define SB__CHANNEL_RING_FLAGS SB_CAST(uint64_t, 15)
-#define SB__CHANNEL_RING_STEP SB_CAST(uint64_t, 16)
-#define SB__CHANNEL_RING_LAP (SB_CAST(uint64_t, 1) << 35)
-#define SB__CHANNEL_RING_LAP_BITS (~(SB__CHANNEL_RING_LAP - 1))
+#define SB__CHANNEL_RING_FROZEN (SB_CAST(uint64_t, 1) << 60)    /* a lock holder owns both words */
+#define SB__CHANNEL_RING_RECEIVERS (SB_CAST(uint64_t, 1) << 61) /* tail: receivers wait */
+#define SB__CHANNEL_RING_SENDERS (SB_CAST(uint64_t, 1) << 62)   /* head and tail: senders wait */
+#define SB__CHANNEL_RING_CLOSED (SB_CAST(uint64_t, 1) << 63)    /* tail: closed */
+#define SB__CHANNEL_RING_FLAGS (SB_CAST(uint64_t, 15) << 60)
+#define SB__CHANNEL_RING_STEP SB_CAST(uint64_t, 1)
+#define SB__CHANNEL_RING_LAP (SB_CAST(uint64_t, 1) << 32)
+#define SB__CHANNEL_RING_LAP_BITS (SB_CAST(uint64_t, 0x0fffffff) << 32)
 
 /*
  * Static initialiser of a stamped ring (sb_channel_init_ring): an open,
@@ -132,7 +138,9 @@ typedef struct sb_channel {
  */
 #define SB_CHANNEL_RING_INIT(storage, item_size, capacity)                    \
 	{ SB_WAITQ_INIT(0), NULL, NULL, (storage), (item_size),                \
-	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, capacity) | SB__CHANNEL_RING_MODE, 0, 0 }
+	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, capacity) | SB__CHANNEL_RING_MODE, \
+	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, SB__CHANNEL_RING_STRIDE(item_size) / 8), \
+	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, SB__CHANNEL_RING_ITEM_AT(item_size)) }
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_channel_send {
@@ -283,28 +291,34 @@ static inline sb__channel_word *sb__channel_ring_tail(const sb_channel *ch)
 	return sb__channel_word_at(ch, 64);
 }
 
+/* Slot `slot`'s stamp; its item is `ch->len` bytes further. */
 static inline sb__channel_word *sb__channel_ring_stamp(const sb_channel *ch, uint32_t slot)
 {
-	return sb__channel_word_at(ch, 128) + slot;
+	return sb__channel_word_at(ch, 128 + SB_CAST(size_t, slot) * ch->head * 8);
 }
 
-static inline void *sb__channel_ring_item(const sb_channel *ch, uint32_t slot)
+static inline void *sb__channel_ring_item(const sb_channel *ch, sb__channel_word *stamp)
 {
-	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
-	return SB_CAST(unsigned char *, ch->slots) + SB__CHANNEL_RING_ITEMS(cap) +
-	       SB_CAST(size_t, slot) * ch->item_size;
+	return SB_CAST(unsigned char *, SB_CAST(void *, stamp)) + ch->len;
 }
 
-/* A position's stamp while its slot is free: twice its lap (bit 34 is 0). */
+/* The stamp of position `pos` (no flags) while its slot is free: twice its
+ * lap (the index's bits 0-30 shift out, bit 31 is 0). */
 static inline uint64_t sb__channel_ring_free(uint64_t pos)
 {
-	return (pos & SB__CHANNEL_RING_LAP_BITS) >> 34;
+	return pos >> 31;
+}
+
+/* The stamp of a slot once the item of `pos` (no flags) was taken: free for the next lap. */
+static inline uint64_t sb__channel_ring_freed(uint64_t pos)
+{
+	return ((pos >> 31) + 2) & 0x1fffffff;
 }
 
 /* A ring word's slot index. */
 static inline uint32_t sb__channel_ring_index(uint64_t word)
 {
-	return SB_CAST(uint32_t, (word >> 4) & 0x3fffffff);
+	return SB_CAST(uint32_t, word); /* bit 31 is 0, the flags are above */
 }
 
 /* The position after `pos` (no flags) in a ring of `cap` slots. */
@@ -312,7 +326,8 @@ static inline uint64_t sb__channel_ring_next(uint64_t pos, uint32_t cap)
 {
 	return sb__channel_ring_index(pos) + 1 < cap
 		       ? pos + SB__CHANNEL_RING_STEP
-		       : (pos & SB__CHANNEL_RING_LAP_BITS) + SB__CHANNEL_RING_LAP;
+		       : ((pos & SB__CHANNEL_RING_LAP_BITS) + SB__CHANNEL_RING_LAP) &
+				 SB__CHANNEL_RING_LAP_BITS;
 }
 
 /* The stamped ring's atomics (C11 and C++); each caller says why its order is enough. */
@@ -387,7 +402,7 @@ static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
 		if (s != free_stamp) {
 			/* relaxed: snapshots.  Full: the head a lap behind. */
 			uint64_t h = sb__channel_load_relaxed(sb__channel_ring_head(ch));
-			if ((h & ~SB__CHANNEL_RING_FLAGS) + SB__CHANNEL_RING_LAP == t)
+			if ((((h + SB__CHANNEL_RING_LAP) ^ t) & ~SB__CHANNEL_RING_FLAGS) == 0)
 				return -EAGAIN;
 			/* relaxed: as the first load; another send took the slot. */
 			uint64_t again = sb__channel_load_relaxed(tailw);
@@ -398,7 +413,7 @@ static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
 		}
 		/* relaxed: the stamp said the slot is free; the CAS only claims it. */
 		if (sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, cap))) {
-			sb__channel_copy(sb__channel_ring_item(ch, i), item, ch->item_size);
+			sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
 			/* release: the item to its receiver (pairs with the
 			 * acquire load of the stamp in every receive). */
 			sb__channel_store_release(stamp, free_stamp | 1);
@@ -418,7 +433,6 @@ static inline int sb__channel_ring_pop(sb_channel *ch, void *item)
 		if (h & SB__CHANNEL_RING_FLAGS)
 			return SB_PENDING;
 		uint32_t i = sb__channel_ring_index(h);
-		uint64_t lap = h & SB__CHANNEL_RING_LAP_BITS;
 		sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
 		/* acquire: the item its send copied in (pairs with the release
 		 * store that published it). */
@@ -440,11 +454,10 @@ static inline int sb__channel_ring_pop(sb_channel *ch, void *item)
 		}
 		/* relaxed: the stamp said the item is there; the CAS only claims it. */
 		if (sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, cap))) {
-			sb__channel_copy(item, sb__channel_ring_item(ch, i), ch->item_size);
+			sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
 			/* release: the slot to its next send, after the copy out
 			 * (pairs with the acquire load of the stamp in every send). */
-			sb__channel_store_release(stamp,
-						  sb__channel_ring_free(lap + SB__CHANNEL_RING_LAP));
+			sb__channel_store_release(stamp, sb__channel_ring_freed(h));
 			return 0;
 		}
 	}

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // bench/channel.cc - the channel rows of bench/README.md (sb_channel, items
-// of 8 bytes: a uint64_t).  Every channel with a capacity is a stamped ring
-// (sb_channel_init_ring, its storage 64-byte aligned); capacity 0 is the
-// rendezvous.
+// of 8 bytes: a uint64_t).  try-send-try-recv and the thread and task rows
+// use stamped rings (sb_channel_init_ring, storage 64-byte aligned); the
+// ping-pong rows, where every round waits, keep sb_channel_init's channel
+// (a ring's wait costs two more RMWs: docs/measurements.md).
 //
 //   channel/try-send-try-recv          single thread: try_send one item into
 //                                      a capacity-16 channel, try_recv it
@@ -93,9 +94,7 @@ SBB_ROUNDS(TrySendTryRecv, "channel/try-send-try-recv", sbb::SYNCBAND, 10000000)
 struct PingPong {
 	sb_loop_task a, b;
 	sb_channel ab, ba;
-	// unused at capacity 0
-	alignas(64) unsigned char ab_ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 1)];
-	alignas(64) unsigned char ba_ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 1)];
+	uint64_t ab_slot, ba_slot; // unused at capacity 0
 	sb_channel_send send_a, send_b;
 	sb_channel_recv recv_a, recv_b;
 	uint64_t out_a, in_a, in_b, out_b;
@@ -165,9 +164,9 @@ void no_ring(void *) {}
 template <size_t Capacity> uint64_t ping_pong(const sbb::Params &p, sbb::Meter &m)
 {
 	std::unique_ptr<PingPong> s(new PingPong());
-	unsigned char *slot_ab = Capacity ? s->ab_ring : nullptr, *slot_ba = Capacity ? s->ba_ring : nullptr;
-	expect(sb_channel_init_ring(&s->ab, slot_ab, sizeof(uint64_t), Capacity), 0, "init ab");
-	expect(sb_channel_init_ring(&s->ba, slot_ba, sizeof(uint64_t), Capacity), 0, "init ba");
+	uint64_t *slot_ab = Capacity ? &s->ab_slot : nullptr, *slot_ba = Capacity ? &s->ba_slot : nullptr;
+	expect(sb_channel_init(&s->ab, slot_ab, sizeof(uint64_t), Capacity), 0, "init ab");
+	expect(sb_channel_init(&s->ba, slot_ba, sizeof(uint64_t), Capacity), 0, "init ba");
 	s->left_a = s->left_b = p.rounds;
 	sb_loop loop;
 	sb_loop_init(&loop, no_ring, nullptr);

@@ -99,7 +99,9 @@ static inline uint32_t ch_slot_after_head(const sb_channel *ch, uint32_t i)
  * copying: the holder waits for that slot's stamp (ch_ring_await), a wait
  * as short as one item's copy.
  */
-static inline void ch_ring_freeze(sb_channel *ch)
+/* The stamped ring's helpers are out of line: the lock's channel, which
+ * does not use them, keeps its locked paths as short as before. */
+static __attribute__((noinline)) void ch_ring_freeze(sb_channel *ch)
 {
 	/* relaxed: RMWs, so that no inline CAS claims a slot unseen; the
 	 * slots themselves are ordered by their stamps (ch_ring_await). */
@@ -113,7 +115,7 @@ static inline void ch_ring_freeze(sb_channel *ch)
 static inline bool ch_is_closed_locked(const sb_channel *ch);
 
 /* Under the lock: the ring's words back, with the flags that say who waits. */
-static inline void ch_ring_thaw(sb_channel *ch)
+static __attribute__((noinline)) void ch_ring_thaw(sb_channel *ch)
 {
 	uint64_t senders = ch->send_head ? SB__CHANNEL_RING_SENDERS : 0;
 	uint64_t tail_flags = senders | (ch->q.head ? SB__CHANNEL_RING_RECEIVERS : 0) |
@@ -155,7 +157,7 @@ static void ch_ring_await(sb_channel *ch, uint32_t slot, uint64_t want)
 }
 
 /* Under the lock (frozen): items in a stamped ring, claimed ones included. */
-static inline uint32_t ch_ring_len(const sb_channel *ch)
+static __attribute__((noinline)) uint32_t ch_ring_len(const sb_channel *ch)
 {
 	/* relaxed: the holder's own words while frozen. */
 	uint64_t h = atomic_load_explicit(sb__channel_ring_head(ch), memory_order_relaxed);
@@ -165,6 +167,29 @@ static inline uint32_t ch_ring_len(const sb_channel *ch)
 	if ((h & SB__CHANNEL_RING_LAP_BITS) == (t & SB__CHANNEL_RING_LAP_BITS))
 		return ti - hi;
 	return ch_capacity(ch) - hi + ti;
+}
+
+/*
+ * The inline paths' one attempt, retried without the lock while the ring
+ * word moved (another operation won the CAS, or the guess was stale): 0,
+ * -EAGAIN, or SB_PENDING when the lock must decide (flags set, nothing
+ * moved: a spurious CAS failure, or an operation still copying).
+ */
+static int ch_ring_retry(sb_channel *ch, void *item, bool send)
+{
+	sb__channel_word *word = send ? sb__channel_ring_tail(ch) : sb__channel_ring_head(ch);
+	/* relaxed: only whether the word moved; the attempt re-reads it. */
+	uint64_t seen = atomic_load_explicit(word, memory_order_relaxed);
+	for (;;) {
+		int r = send ? sb__channel_ring_push(ch, item) : sb__channel_ring_pop(ch, item);
+		if (r != SB_PENDING)
+			return r;
+		/* relaxed: as above. */
+		uint64_t now = atomic_load_explicit(word, memory_order_relaxed);
+		if ((now & SB__CHANNEL_RING_FLAGS) || now == seen)
+			return SB_PENDING;
+		seen = now;
+	}
 }
 
 /* Under the lock: items in the ring. */
@@ -236,15 +261,35 @@ static inline void ch_make_room(sb_channel *ch, sb_wake_batch *b)
 
 /* ------------------------------------------------------------ the ring */
 
+static __attribute__((noinline)) void ring_push_stamped(sb_channel *ch, const void *item);
+static __attribute__((noinline)) void ring_pop_stamped(sb_channel *ch, void *item);
+
 static void ring_push(sb_channel *ch, const void *item)
 {
 	assert(ch_len(ch) < ch_capacity(ch));
-	if (!ch_is_ring(ch)) {
-		sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item,
-				 ch->item_size);
-		ch->len++;
+	if (ch_is_ring(ch)) {
+		ring_push_stamped(ch, item);
 		return;
 	}
+	sb__channel_copy(ch_slot(ch, ch_slot_after_head(ch, ch->len)), item, ch->item_size);
+	ch->len++;
+}
+
+static void ring_pop(sb_channel *ch, void *item)
+{
+	assert(ch_len(ch) > 0);
+	if (ch_is_ring(ch)) {
+		ring_pop_stamped(ch, item);
+		return;
+	}
+	sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
+	ch->head = ch_slot_after_head(ch, 1);
+	ch->len--;
+}
+
+/* A stamped ring's push and pop under the lock (frozen). */
+static void ring_push_stamped(sb_channel *ch, const void *item)
+{
 	sb__channel_word *tail = sb__channel_ring_tail(ch);
 	/* relaxed: the holder's own word while frozen. */
 	uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
@@ -264,15 +309,8 @@ static void ring_push(sb_channel *ch, const void *item)
 			      memory_order_relaxed);
 }
 
-static void ring_pop(sb_channel *ch, void *item)
+static void ring_pop_stamped(sb_channel *ch, void *item)
 {
-	assert(ch_len(ch) > 0);
-	if (!ch_is_ring(ch)) {
-		sb__channel_copy(item, ch_slot(ch, ch->head), ch->item_size);
-		ch->head = ch_slot_after_head(ch, 1);
-		ch->len--;
-		return;
-	}
 	sb__channel_word *head = sb__channel_ring_head(ch);
 	/* relaxed: the holder's own word while frozen. */
 	uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
@@ -633,6 +671,11 @@ int sb_channel_try_send_many(sb_channel *ch, const void *items, size_t n)
 
 int sb_channel_try_send_slow(sb_channel *ch, const void *item)
 {
+	if (item && ch_is_ring(ch)) {
+		int r = ch_ring_retry(ch, (void *)item, true);
+		if (r != SB_PENDING)
+			return r;
+	}
 	int r = sb_channel_try_send_many(ch, item, 1);
 	return r > 0 ? 0 : r;
 }
@@ -682,6 +725,11 @@ int sb_channel_try_recv_many(sb_channel *ch, void *items, size_t n)
 
 int sb_channel_try_recv_slow(sb_channel *ch, void *item)
 {
+	if (item && ch_is_ring(ch)) {
+		int r = ch_ring_retry(ch, item, false);
+		if (r != SB_PENDING)
+			return r;
+	}
 	int r = sb_channel_try_recv_many(ch, item, 1);
 	return r > 0 ? 0 : r;
 }
@@ -824,6 +872,13 @@ static bool ch_probe_says_not_now(const sb_channel *ch, size_t other, const sb_w
 /* flatten: the first poll and the skeleton inline here (ch_send_first_poll). */
 __attribute__((flatten)) int sb_channel_send_poll_slow(sb_channel_send *f, const sb_waker *w)
 {
+	/* A stamped ring's first poll tries the ring here, without the lock
+	 * (the inline poll leaves it out); the look below then knows it full. */
+	if (f->status == SB_FUTURE_IDLE && f->item && ch_is_ring(f->channel) &&
+	    ch_ring_retry(f->channel, (void *)f->item, true) == 0) {
+		f->status = 0;
+		return 0;
+	}
 	if (f->status == SB_FUTURE_IDLE && f->item &&
 	    ch_probe_says_not_now(f->channel, SB_WAITQ_NONEMPTY, w))
 		return SB_PENDING; /* left unpolled */
@@ -891,6 +946,12 @@ static int ch_recv_repoll(void *future, const sb_waker *w)
  * compiler that inlined it could merge that read with status's into one
  * wider load, which ThreadSanitizer reports as racing with that write.
  */
+/* Whether an idle receive is of one item (out of line: f->count, as below). */
+static __attribute__((noinline)) bool ch_recv_one_of_ring(const sb_channel_recv *f)
+{
+	return f->count == 1 && f->items;
+}
+
 static __attribute__((noinline)) bool ch_recv_probe_says_not_now(const sb_channel_recv *f,
 								 const sb_waker *w)
 {
@@ -901,6 +962,12 @@ static __attribute__((noinline)) bool ch_recv_probe_says_not_now(const sb_channe
 /* flatten: as the send's. */
 __attribute__((flatten)) int sb_channel_recv_poll_slow(sb_channel_recv *f, const sb_waker *w)
 {
+	/* As the send's, for a receive of one item. */
+	if (f->status == SB_FUTURE_IDLE && ch_is_ring(f->channel) && ch_recv_one_of_ring(f) &&
+	    ch_ring_retry(f->channel, f->items, false) == 0) {
+		f->status = 0;
+		return 0;
+	}
 	/* sb_select_probing first: a poll of no select's makes no call. */
 	if (f->status == SB_FUTURE_IDLE && sb_select_probing(w) &&
 	    ch_recv_probe_says_not_now(f, w))

@@ -378,99 +378,81 @@ static inline bool sb__channel_cas_relaxed(sb__channel_word *w, uint64_t *expect
 #endif
 
 /*
- * A stamped ring's send with nobody waiting (the tail's flags clear): one
- * CAS on the tail claims the slot its stamp says is free, the item is
- * copied in, and the stamp's release store publishes it.  0 (sent), -EAGAIN
- * (full), or SB_PENDING: the out-of-line path decides (flags set, or a
- * receive of the slot's last item not done copying it out).
+ * A stamped ring's send with nobody waiting (the tail's flags clear), one
+ * attempt: one CAS on the tail claims the slot its stamp says is free, the
+ * item is copied in, and the stamp's release store publishes it.  0 (sent),
+ * -EAGAIN (full), or SB_PENDING: the out-of-line path decides (flags set, a
+ * lost CAS, or a receive of the slot's last item not done copying it out).
  */
 static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
 {
-	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
 	sb__channel_word *tailw = sb__channel_ring_tail(ch);
 	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
 	uint64_t t = sb__channel_load_relaxed(tailw);
-	for (;;) {
-		if (t & SB__CHANNEL_RING_FLAGS)
-			return SB_PENDING;
-		uint32_t i = sb__channel_ring_index(t);
-		uint64_t free_stamp = sb__channel_ring_free(t);
-		sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
-		/* acquire: the receive that freed the slot copied its item out
-		 * first (pairs with the release store that freed it). */
-		uint64_t s = sb__channel_load_acquire(stamp);
-		if (s != free_stamp) {
-			/* relaxed: snapshots.  Full: the head a lap behind. */
-			uint64_t h = sb__channel_load_relaxed(sb__channel_ring_head(ch));
-			if ((((h + SB__CHANNEL_RING_LAP) ^ t) & ~SB__CHANNEL_RING_FLAGS) == 0)
-				return -EAGAIN;
-			/* relaxed: as the first load; another send took the slot. */
-			uint64_t again = sb__channel_load_relaxed(tailw);
-			if (again == t)
-				return SB_PENDING;
-			t = again;
-			continue;
-		}
-		/* relaxed: the stamp said the slot is free; the CAS only claims it. */
-		if (sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, cap))) {
-			sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
-			/* release: the item to its receiver (pairs with the
-			 * acquire load of the stamp in every receive). */
-			sb__channel_store_release(stamp, free_stamp | 1);
-			return 0;
-		}
+	if (t & SB__CHANNEL_RING_FLAGS)
+		return SB_PENDING;
+	uint32_t i = sb__channel_ring_index(t);
+	uint64_t free_stamp = sb__channel_ring_free(t);
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	/* acquire: the receive that freed the slot copied its item out first
+	 * (pairs with the release store that freed it). */
+	if (sb__channel_load_acquire(stamp) != free_stamp) {
+		/* relaxed: a snapshot.  Full: the head a lap behind. */
+		uint64_t h = sb__channel_load_relaxed(sb__channel_ring_head(ch));
+		return (((h + SB__CHANNEL_RING_LAP) ^ t) & ~SB__CHANNEL_RING_FLAGS) == 0 ? -EAGAIN
+											   : SB_PENDING;
 	}
+	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
+	/* relaxed: the stamp said the slot is free; the CAS only claims it. */
+	if (!sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, cap)))
+		return SB_PENDING;
+	sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
+	/* release: the item to its receiver (pairs with the acquire load of
+	 * the stamp in every receive). */
+	sb__channel_store_release(stamp, free_stamp | 1);
+	return 0;
 }
 
 /* The same for a receive: 0 (received), -EAGAIN (empty, not closed), or SB_PENDING. */
 static inline int sb__channel_ring_pop(sb_channel *ch, void *item)
 {
-	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
 	sb__channel_word *headw = sb__channel_ring_head(ch);
 	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
 	uint64_t h = sb__channel_load_relaxed(headw);
-	for (;;) {
-		if (h & SB__CHANNEL_RING_FLAGS)
-			return SB_PENDING;
-		uint32_t i = sb__channel_ring_index(h);
-		sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
-		/* acquire: the item its send copied in (pairs with the release
-		 * store that published it). */
-		uint64_t s = sb__channel_load_acquire(stamp);
-		if (s != (sb__channel_ring_free(h) | 1)) {
-			/* relaxed: snapshots.  Empty: the tail where the head is;
-			 * closed or a lock holder at work: the slow path says. */
-			uint64_t t = sb__channel_load_relaxed(sb__channel_ring_tail(ch));
-			if ((t & ~SB__CHANNEL_RING_FLAGS) == h)
-				return t & (SB__CHANNEL_RING_CLOSED | SB__CHANNEL_RING_FROZEN)
-					       ? SB_PENDING
-					       : -EAGAIN;
-			/* relaxed: as the first load; another receive took it. */
-			uint64_t again = sb__channel_load_relaxed(headw);
-			if (again == h)
-				return SB_PENDING;
-			h = again;
-			continue;
-		}
-		/* relaxed: the stamp said the item is there; the CAS only claims it. */
-		if (sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, cap))) {
-			sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
-			/* release: the slot to its next send, after the copy out
-			 * (pairs with the acquire load of the stamp in every send). */
-			sb__channel_store_release(stamp, sb__channel_ring_freed(h));
-			return 0;
-		}
+	if (h & SB__CHANNEL_RING_FLAGS)
+		return SB_PENDING;
+	uint32_t i = sb__channel_ring_index(h);
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	/* acquire: the item its send copied in (pairs with the release store
+	 * that published it). */
+	if (sb__channel_load_acquire(stamp) != (sb__channel_ring_free(h) | 1)) {
+		/* relaxed: a snapshot.  Empty: the tail where the head is;
+		 * closed, or a lock holder at work: the slow path says. */
+		uint64_t t = sb__channel_load_relaxed(sb__channel_ring_tail(ch));
+		return (t & ~(SB__CHANNEL_RING_RECEIVERS | SB__CHANNEL_RING_SENDERS)) == h ? -EAGAIN
+											    : SB_PENDING;
 	}
+	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
+	/* relaxed: the stamp said the item is there; the CAS only claims it. */
+	if (!sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, cap)))
+		return SB_PENDING;
+	sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
+	/* release: the slot to its next send, after the copy out (pairs with
+	 * the acquire load of the stamp in every send). */
+	sb__channel_store_release(stamp, sb__channel_ring_freed(h));
+	return 0;
 }
 
 /*
- * The ring alone, nobody waiting: 0 (sent), -EAGAIN (full), or SB_PENDING
- * when the word sends it to the out-of-line path.
+ * The lock's ring alone, nobody waiting: 0 (sent), -EAGAIN (full), or
+ * SB_PENDING when the word sends it to the out-of-line path - as a stamped
+ * ring always does (the futures' polls try it there: inline, both kinds of
+ * ring would make the polls too big to inline).
  */
 static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 {
 	if (ch->capacity & SB__CHANNEL_RING_MODE)
-		return sb__channel_ring_push(ch, item);
+		return SB_PENDING;
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;
@@ -491,7 +473,7 @@ static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
 {
 	if (ch->capacity & SB__CHANNEL_RING_MODE)
-		return sb__channel_ring_pop(ch, item);
+		return SB_PENDING;
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;
@@ -516,7 +498,8 @@ static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
 SB_INLINE int sb_channel_try_send(sb_channel *ch, const void *item)
 {
 	if (item) {
-		int r = sb__channel_push_idle(ch, item);
+		int r = ch->capacity & SB__CHANNEL_RING_MODE ? sb__channel_ring_push(ch, item)
+							     : sb__channel_push_idle(ch, item);
 		if (r != SB_PENDING)
 			return r;
 	}
@@ -548,7 +531,8 @@ SB_API int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted
 SB_INLINE int sb_channel_try_recv(sb_channel *ch, void *item)
 {
 	if (item) {
-		int r = sb__channel_pop_idle(ch, item);
+		int r = ch->capacity & SB__CHANNEL_RING_MODE ? sb__channel_ring_pop(ch, item)
+							     : sb__channel_pop_idle(ch, item);
 		if (r != SB_PENDING)
 			return r;
 	}
@@ -577,8 +561,9 @@ SB_INLINE void sb_channel_send_init(sb_channel_send *f, sb_channel *ch, const vo
  * Drives the send: 0 when the item was taken (by a receiver, or into the
  * ring), SB_PENDING while it waits (the waker will be woken once), -EPIPE
  * (closed; the item was not taken), -EINVAL.  Inline: a first poll that
- * finds room and nobody waiting is try_send's two CASes, and a later poll
- * that finds its item taken is one load.
+ * finds room and nobody waiting is try_send's two CASes (a stamped ring's
+ * one CAS is out of line), and a later poll that finds its item taken is
+ * one load.
  */
 SB_INLINE int sb_channel_send_poll(sb_channel_send *f, const sb_waker *w)
 {

@@ -973,6 +973,51 @@ static void bs_check(void *p)
 	check_ledger(c);
 }
 
+/*
+ * A batch send that fills its wake batch (2 in this build) and flushes it,
+ * then pushes into the ring: two receive futures wait (capacity 1); t0's
+ * try_send_many of items 0-2 hands two over, flushes (the lock dropped and
+ * taken again) and puts the third in the ring, while t1 takes the lock in
+ * between (len, which thaws the ring) and try_sends sender B's item 4
+ * inline.  The relock must freeze the ring again, or the batch's push and
+ * the inline send claim one slot.
+ */
+static void fl_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_waiting_recv(c, 0, 0);
+	setup_waiting_recv(c, 1, 1);
+}
+static void fl_t0(void *p)
+{
+	chan_ctx *c = p;
+	for (int i = 0; i < MANY; i++)
+		put(c, i);
+	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
+	MODEL_CHECK(n >= 1 && n <= MANY);
+	for (int i = 0; i < MANY; i++)
+		settle(c, i, i < n ? 0 : -EAGAIN);
+}
+static void fl_t1(void *p)
+{
+	chan_ctx *c = p;
+	(void)sb_channel_len(&c->ch);
+	put(c, PER_SENDER);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	settle(c, PER_SENDER, r);
+}
+static void fl_check(void *p)
+{
+	chan_ctx *c = p;
+	for (int f = 0; f < 2; f++) /* both were handed an item: woken, done */
+		if (poll_recv(&c->r[f], &c->w[f]) == 0)
+			took_all(c, f, &c->r[f], c->mem.buf[f]);
+	settle_all(c, 2);
+	check_ledger(c);
+}
+
 /* The stamped ring's own scenarios (explored in ring mode only). */
 static const sb_model_scenario ring_pairs[] = {
 	{ "channel ring: an inline send racing a receiver that queues (capacity 1)", 2,
@@ -987,6 +1032,8 @@ static const sb_model_scenario ring_pairs[] = {
 	  sizeof(chan_ctx), fr_setup, { fr_t0, fr_t1 }, fr_check },
 	{ "channel ring: try_send_many racing an inline send (capacity 2)", 2,
 	  sizeof(chan_ctx), bs_setup, { bs_t0, bs_t1 }, bs_check },
+	{ "channel ring: a batch send's flush and push racing len and an inline send", 2,
+	  sizeof(chan_ctx), fl_setup, { fl_t0, fl_t1 }, fl_check },
 };
 
 /* Two threads: explored within the bounds of model_common.h. */

@@ -86,6 +86,7 @@ typedef struct chan_ctx {
 	int started;              /* witness: a cancel has begun */
 	int witness;              /* witness: a receive returned before it */
 	bool closed;              /* a thread closes the channel */
+	int payload;              /* written before a close, read once it is seen closed */
 } chan_ctx;
 
 /* ------------------------------------------------------- watched memory */
@@ -859,8 +860,9 @@ static void nb_check(void *p)
 
 /*
  * try_sends racing close (capacity 2): once a send fails with -EPIPE, or
- * the sender saw the channel closed, no later send is accepted; what was
- * accepted is received (check's drain).
+ * the sender saw the channel closed, no later send is accepted, and what
+ * the closer wrote before close() is visible; what was accepted is
+ * received (check's drain).
  */
 static void cl_setup(void *p)
 {
@@ -876,6 +878,10 @@ static void cl_t0(void *p)
 	MODEL_CHECK(r0 == 0 || r0 == -EPIPE);
 	settle(c, 0, r0);
 	bool saw = sb_channel_is_closed(&c->ch);
+	if (saw) { /* the closer's writes before close() are visible */
+		MODEL_PLAIN_READ(&c->payload);
+		MODEL_CHECK(c->payload == 1);
+	}
 	put(c, 1);
 	int r1 = sb_channel_try_send(&c->ch, &c->mem.item[1]);
 	MODEL_CHECK(r1 == 0 || r1 == -EPIPE);
@@ -886,6 +892,8 @@ static void cl_t0(void *p)
 static void cl_t1(void *p)
 {
 	chan_ctx *c = p;
+	c->payload = 1;
+	MODEL_PLAIN_WRITE(&c->payload);
 	sb_channel_close(&c->ch);
 	put(c, PER_SENDER);
 	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]) == -EPIPE);

@@ -12,7 +12,16 @@
 //                                   sender never waits (lagging): each
 //                                   receiver's items plus the items its lags
 //                                   counted must be every item sent; ns per
-//                                   item sent
+//                                   item DELIVERED: the batch's time divided
+//                                   by (items received by all 16 receivers
+//                                   together / 16), so that a receiver that
+//                                   skips items (lags) makes the row slower,
+//                                   never faster; each batch also prints on
+//                                   stderr
+//                                     DELIVERED <scenario> <impl> sent=S
+//                                       received=R fraction=F min=A max=B
+//                                   (F = R / (16 S); A and B: the least and
+//                                   the most one receiver read, / S)
 //   broadcast/lagging-receiver      single thread: capacity 16, a receiver
 //                                   that reads every item and one that reads
 //                                   once every 64 rounds (a lag of 48, then
@@ -21,6 +30,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -184,13 +194,28 @@ uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
 	for (std::thread &t : threads)
 		t.join();
 	m.stop();
+	uint64_t received = 0, least = p.rounds, most = 0;
 	for (Receiver &r : rs) {
 		expect(r.ordered, true, "each receiver's items in order");
 		expect(r.got + r.missed, p.rounds, "items received + items missed = items sent");
 		expect(sb_broadcast_unsubscribe(&r.rx), 0, "unsubscribe");
+		received += r.got;
+		least = r.got < least ? r.got : least;
+		most = r.got > most ? r.got : most;
 	}
 	expect(sb_broadcast_destroy(bc), 0, "destroy");
-	return p.rounds;
+	// Items delivered to all receivers: what they read together, / N,
+	// rounded to the nearest.  Each receiver reads at least the last item
+	// sent (nothing is sent after it to overwrite it, and a lag skips only
+	// to the oldest item held), so this is never 0.
+	uint64_t delivered = (received + N / 2) / N;
+	expect(delivered != 0, true, "some items delivered");
+	fprintf(stderr, "DELIVERED broadcast/fan-out-16-threads %s sent=%llu received=%llu "
+			"fraction=%.6f min=%.6f max=%.6f\n",
+		sbb::SYNCBAND_BLOCKING, (unsigned long long)p.rounds,
+		(unsigned long long)received, (double)received / (double)(N * p.rounds),
+		(double)least / (double)p.rounds, (double)most / (double)p.rounds);
+	return delivered;
 }
 SBB_BATCH(fan_out_threads, "broadcast/fan-out-16-threads", sbb::SYNCBAND_BLOCKING, 1000000);
 

@@ -14,8 +14,10 @@
  * One lock, a ring addressed by 64-bit sequence numbers, the subscribers'
  * cursors, and two FIFOs of waiters (docs/design.md, "Broadcast").  The
  * lock is the queue lock of the state word; it guards the ring (`tail`,
- * the slots, `min`), the subscriber list and every subscriber's cursor,
- * the waiting receives (bc->q) and the waiting sends (send_head/send_tail).
+ * the slots, `min`: only lock holders write them), the subscriber list and
+ * every subscriber's cursor (a lagging receiver's own lock-free read moves
+ * its cursor too, below), the waiting receives (bc->q) and the waiting
+ * sends (send_head/send_tail).
  * CLOSED is set only by the CAS that takes the lock (close), and
  * BACKPRESSURE only by init, so a lock holder's view of both stays true.
  *
@@ -31,6 +33,23 @@
  *     only when it says "full"; so a slot is reused only once every
  *     subscriber read it, and an unsubscribe - which unlinks the cursor -
  *     releases what it held with no per-item count to fix.
+ *
+ * Lock-free receives (lagging, items of at most BC_FREE_MAX bytes): a
+ * receive whose next item is there reads it without the lock, as a
+ * sequence lock over the ring.  The sender, under the lock, announces the
+ * item it overwrites (`min`, unused by a lagging ring, becomes `begun`: the
+ * items whose writes began), writes the slot with release stores, then
+ * publishes `tail` with a release store.  A receiver loads `tail`
+ * (acquire), copies the slot with acquire loads into a buffer of its own,
+ * then loads `begun`: a word written by a later send was stored after that
+ * send's announcement, which the acquire load of the word then makes
+ * visible, so `begun - cursor <= capacity` means no word came from a later
+ * item.  Anything else (nothing there, a lag, an overwrite seen) goes to the
+ * lock, which decides as before.  Every access of those slots is atomic, so
+ * there is no plain race for C11 or TSan; the receiver's copy out of its
+ * buffer happens only once the item is known whole.  Back-pressure and
+ * larger items keep the lock for every receive (a read may have to let
+ * waiting senders in).
  *
  * A waiting receive waits only while its cursor == tail.  A send that
  * finds receives waiting releases them all (sb_waitq_release_all): each is
@@ -77,9 +96,170 @@ static inline bool bc_backpressure(const sb_broadcast *bc)
 	return bc_state_locked(bc) & SB_BROADCAST_STATE_BACKPRESSURE;
 }
 
+/* The slot index of item `seq`: a mask, not a division, for a power-of-two capacity. */
+static inline size_t bc_index(uint32_t capacity, uint64_t seq)
+{
+	return (capacity & (capacity - 1)) == 0 ? (size_t)(seq & (capacity - 1))
+						 : (size_t)(seq % capacity);
+}
+
 static inline unsigned char *bc_slot(const sb_broadcast *bc, uint64_t seq)
 {
-	return (unsigned char *)bc->slots + (size_t)(seq % bc->capacity) * bc->item_size;
+	return (unsigned char *)bc->slots + bc_index(bc->capacity, seq) * bc->item_size;
+}
+
+/* The slot of item `seq` of a ring of uint64_t items. */
+static inline _Atomic uint64_t *bc_word_slot(const sb_broadcast *bc, uint64_t seq)
+{
+	return (_Atomic uint64_t *)bc->slots + bc_index(bc->capacity, seq);
+}
+
+/* The largest item a lagging broadcast's receive reads without the lock. */
+#define BC_FREE_MAX 64
+
+static inline _Atomic uint64_t *bc_tail_atomic(sb_broadcast *bc)
+{
+	return (_Atomic uint64_t *)&bc->tail;
+}
+
+/* A lagging ring's `min`: the items whose slot writes began (tail, or tail + 1 mid-write). */
+static inline _Atomic uint64_t *bc_begun_atomic(sb_broadcast *bc)
+{
+	return (_Atomic uint64_t *)&bc->min;
+}
+
+static inline _Atomic uint64_t *bc_cursor_atomic(sb_broadcast_receiver *rx)
+{
+	return (_Atomic uint64_t *)&rx->cursor;
+}
+
+/* Moves rx's cursor (its owner only; unread() loads it from any thread). */
+static inline void bc_set_cursor(sb_broadcast_receiver *rx, uint64_t cursor)
+{
+	/* relaxed: unread() takes the lock and wants a snapshot only. */
+	atomic_store_explicit(bc_cursor_atomic(rx), cursor, memory_order_relaxed);
+}
+
+/* The unit of a slot's atomic copies: 8 bytes, 4, or 1, as the storage's alignment allows. */
+static inline uint32_t bc_unit(uint32_t item_size)
+{
+	return item_size % 8 == 0 ? 8 : item_size % 4 == 0 ? 4 : 1;
+}
+
+/*
+ * Under the lock (a lagging ring of items up to BC_FREE_MAX bytes): writes
+ * `item` into `slot` one unit at a time.  Inline, so that a constant size
+ * leaves one store.
+ */
+static inline __attribute__((always_inline)) void bc_slot_store(unsigned char *slot,
+								 const void *item, uint32_t size)
+{
+	const unsigned char *in = item;
+	uint32_t unit = bc_unit(size);
+	for (uint32_t i = 0; i < size; i += unit) {
+		if (unit == 8) {
+			uint64_t v;
+			memcpy(&v, in + i, 8);
+			/* release: a receiver that loads it (acquire) sees this send's
+			 * `begun` store, made before (bc_recv_free's overwrite check). */
+			atomic_store_explicit((_Atomic uint64_t *)(slot + i), v, memory_order_release);
+		} else if (unit == 4) {
+			uint32_t v;
+			memcpy(&v, in + i, 4);
+			/* release: as the 8-byte unit's. */
+			atomic_store_explicit((_Atomic uint32_t *)(slot + i), v, memory_order_release);
+		} else {
+			/* release: as the 8-byte unit's. */
+			atomic_store_explicit((_Atomic unsigned char *)(slot + i), in[i],
+					      memory_order_release);
+		}
+	}
+}
+
+/* Without the lock (a lagging ring of items up to BC_FREE_MAX bytes):
+ * copies `slot` into `out`, one unit at a time. */
+static inline __attribute__((always_inline)) void bc_slot_load(void *out,
+								const unsigned char *slot,
+								uint32_t size)
+{
+	unsigned char *o = out;
+	uint32_t unit = bc_unit(size);
+	for (uint32_t i = 0; i < size; i += unit) {
+		if (unit == 8) {
+			/* acquire: a unit of a later send carries that send's
+			 * `begun` store (pairs with bc_slot_store's release). */
+			uint64_t v = atomic_load_explicit((_Atomic uint64_t *)(slot + i),
+							  memory_order_acquire);
+			memcpy(o + i, &v, 8);
+		} else if (unit == 4) {
+			/* acquire: as the 8-byte unit's. */
+			uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(slot + i),
+							  memory_order_acquire);
+			memcpy(o + i, &v, 4);
+		} else {
+			/* acquire: as the 8-byte unit's. */
+			o[i] = atomic_load_explicit((_Atomic unsigned char *)(slot + i),
+						    memory_order_acquire);
+		}
+	}
+}
+
+/*
+ * Without the lock, for bc_recv_free: item `cursor` (no further than the
+ * capacity behind the tail it loaded) into `item`, or SB_PENDING when a send
+ * overwrote its slot meanwhile (`item` untouched).
+ */
+static __attribute__((noinline)) int bc_recv_free_copy(sb_broadcast *bc, uint64_t cursor,
+						       void *item)
+{
+	unsigned char buf[BC_FREE_MAX] __attribute__((aligned(16)));
+	bc_slot_load(buf, bc_slot(bc, cursor), bc->item_size);
+	/* relaxed: after the acquire loads above, it shows the begun store of
+	 * every send whose unit the copy read (bc_slot_store). */
+	uint64_t begun = atomic_load_explicit(bc_begun_atomic(bc), memory_order_relaxed);
+	if (begun - cursor > bc->capacity) /* item cursor + capacity began: maybe torn */
+		return SB_PENDING;
+	sb__channel_copy(item, buf, bc->item_size);
+	return 0;
+}
+
+/*
+ * Without the lock: rx's next item into `item` (0), or SB_PENDING when the
+ * lock must decide: back-pressure or a large item, nothing new, a lag, or a
+ * send overwriting the slot during the copy (`item` untouched).
+ * `word_only`: SB_PENDING for every item size but a uint64_t's too (a caller
+ * that keeps the rest out of line).
+ */
+static inline int bc_recv_free(sb_broadcast_receiver *rx, void *item, bool word_only)
+{
+	sb_broadcast *bc = rx->bc;
+	/* relaxed: BACKPRESSURE is written by init only. */
+	size_t state = atomic_load_explicit((_Atomic size_t *)&bc->q.state, memory_order_relaxed);
+	uint32_t size = bc->item_size;
+	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) ||
+	    (size != sizeof(uint64_t) && (word_only || size > BC_FREE_MAX)))
+		return SB_PENDING;
+	uint64_t cursor = rx->cursor; /* its owner's */
+	uint32_t capacity = bc->capacity;
+	/* acquire: the slot holds item `cursor` or a later one (pairs with
+	 * bc_publish's release store of tail). */
+	uint64_t tail = atomic_load_explicit(bc_tail_atomic(bc), memory_order_acquire);
+	if (tail - cursor - 1 >= capacity) /* nothing new, or lagged */
+		return SB_PENDING;
+	if (size == sizeof(uint64_t)) {
+		/* The common size: one unit, in a register. */
+		uint64_t v;
+		bc_slot_load(&v, (const unsigned char *)bc_word_slot(bc, cursor), sizeof v);
+		/* relaxed: as bc_recv_free_copy's. */
+		uint64_t begun = atomic_load_explicit(bc_begun_atomic(bc), memory_order_relaxed);
+		if (begun - cursor > capacity)
+			return SB_PENDING;
+		memcpy(item, &v, sizeof v);
+	} else if (bc_recv_free_copy(bc, cursor, item) != 0) {
+		return SB_PENDING;
+	}
+	bc_set_cursor(rx, cursor + 1);
+	return 0;
 }
 
 /* Under the lock: a full batch is run with the lock dropped. */
@@ -112,10 +292,28 @@ static bool bc_has_room(sb_broadcast *bc)
 
 /* Under the lock, with room: item `tail` is written (the receives waiting for it are
  * released by the caller). */
-static void bc_publish(sb_broadcast *bc, const void *item)
+static inline void bc_publish_as(sb_broadcast *bc, const void *item, bool lagging)
 {
-	sb__channel_copy(bc_slot(bc, bc->tail), item, bc->item_size);
-	bc->tail++;
+	uint64_t tail = bc->tail; /* written by lock holders only */
+	if (lagging && bc->item_size <= BC_FREE_MAX) { /* read without the lock */
+		/* relaxed: the slot's release stores below carry it to a receiver
+		 * that reads one of them (bc_recv_free). */
+		atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);
+		if (bc->item_size == sizeof(uint64_t)) /* the common size: one store */
+			bc_slot_store((unsigned char *)bc_word_slot(bc, tail), item, sizeof(uint64_t));
+		else
+			bc_slot_store(bc_slot(bc, tail), item, bc->item_size);
+	} else {
+		sb__channel_copy(bc_slot(bc, tail), item, bc->item_size);
+	}
+	/* release: a receiver that loads it (acquire, bc_recv_free) sees the
+	 * slot written; lock holders read it under the lock. */
+	atomic_store_explicit(bc_tail_atomic(bc), tail + 1, memory_order_release);
+}
+
+static inline void bc_publish(sb_broadcast *bc, const void *item)
+{
+	bc_publish_as(bc, item, !bc_backpressure(bc));
 }
 
 /*
@@ -124,7 +322,8 @@ static void bc_publish(sb_broadcast *bc, const void *item)
  */
 static void bc_release_receivers(sb_broadcast *bc, sb_wake_batch *b)
 {
-	sb_waitq_release_all(&bc->q, SB_WAITER_GRANTED, b);
+	if (!sb_waitq_is_empty(&bc->q))
+		sb_waitq_release_all(&bc->q, SB_WAITER_GRANTED, b);
 }
 
 /* ------------------------------------------------------------- senders */
@@ -186,13 +385,13 @@ static int bc_recv_locked(sb_broadcast_receiver *rx, void *item, sb_wake_batch *
 		/* Only a lagging ring overwrites a slot someone has not read. */
 		uint64_t oldest = bc->tail - bc->capacity;
 		rx->missed = oldest - rx->cursor;
-		rx->cursor = oldest;
+		bc_set_cursor(rx, oldest);
 		return -EOVERFLOW;
 	}
 	if (rx->cursor == bc->tail)
 		return bc_is_closed_locked(bc) ? -EPIPE : -EAGAIN;
 	sb__channel_copy(item, bc_slot(bc, rx->cursor), bc->item_size);
-	rx->cursor++;
+	bc_set_cursor(rx, rx->cursor + 1);
 	if (bc->send_head && rx->cursor - 1 == bc->min)
 		bc_refill_from_senders(bc, b);
 	return 0;
@@ -305,7 +504,7 @@ int sb_broadcast_subscribe(sb_broadcast *bc, sb_broadcast_receiver *rx)
 		bc_unlock(bc);
 		return -EPIPE;
 	}
-	rx->cursor = bc->tail; /* >= min: min stays a lower bound */
+	bc_set_cursor(rx, bc->tail); /* >= min: min stays a lower bound */
 	rx->missed = 0;
 	rx->waiting = 0;
 	subs_link(bc, rx);
@@ -339,7 +538,9 @@ uint64_t sb_broadcast_receiver_unread(const sb_broadcast_receiver *rx)
 	if (bc == NULL)
 		return 0;
 	bc_lock(bc);
-	uint64_t n = bc->tail - rx->cursor;
+	/* relaxed: a snapshot; its owner may move it without the lock (bc_recv_free). */
+	uint64_t n = bc->tail - atomic_load_explicit(bc_cursor_atomic((sb_broadcast_receiver *)rx),
+						      memory_order_relaxed);
 	bc_unlock(bc);
 	return n;
 }
@@ -351,20 +552,33 @@ uint64_t sb_broadcast_receiver_missed(const sb_broadcast_receiver *rx)
 
 /* ------------------------------------------------------------ try_* */
 
-int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+/* Under the lock, open: try_send past its common case (back-pressure, receives waiting). */
+static __attribute__((noinline)) int bc_try_send_locked(sb_broadcast *bc, const void *item)
 {
-	if (item == NULL)
-		return -EINVAL;
-	if (bc_lock(bc) & SB_BROADCAST_STATE_CLOSED) {
-		bc_unlock(bc);
-		return -EPIPE;
-	}
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
 	int r = bc_send_locked(bc, item, &batch);
 	bc_unlock(bc);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
 	return r;
+}
+
+int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
+{
+	if (item == NULL)
+		return -EINVAL;
+	size_t state = bc_lock(bc);
+	if (state & SB_BROADCAST_STATE_CLOSED) {
+		bc_unlock(bc);
+		return -EPIPE;
+	}
+	/* The common case: lagging (a send always goes in), nobody to wake. */
+	if (!(state & SB_BROADCAST_STATE_BACKPRESSURE) && sb_waitq_is_empty(&bc->q)) {
+		bc_publish_as(bc, item, true);
+		bc_unlock(bc);
+		return 0;
+	}
+	return bc_try_send_locked(bc, item);
 }
 
 /* Under the lock, which it releases: the receive of try_recv's other cases
@@ -381,21 +595,32 @@ static __attribute__((noinline)) int bc_try_recv_locked(sb_broadcast_receiver *r
 	return r;
 }
 
-int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+/* try_recv past its inline uint64_t case: other sizes without the lock, then with it. */
+static __attribute__((noinline)) int bc_try_recv_rest(sb_broadcast_receiver *rx, void *item)
 {
-	if (item == NULL || rx->bc == NULL)
-		return -EINVAL;
 	sb_broadcast *bc = rx->bc;
+	if (bc->item_size != sizeof(uint64_t) && bc_recv_free(rx, item, false) == 0)
+		return 0;
 	bc_lock(bc);
-	/* The common case: the next item is there, not overwritten, and no
-	 * sender waits to be let in by this read: nothing to wake. */
+	/* The common case under the lock: the next item is there, not
+	 * overwritten, and no sender waits to be let in by this read: nothing
+	 * to wake. */
 	uint64_t behind = bc->tail - rx->cursor;
 	if (behind == 0 || behind > bc->capacity || bc->send_head)
 		return bc_try_recv_locked(rx, item);
 	sb__channel_copy(item, bc_slot(bc, rx->cursor), bc->item_size);
-	rx->cursor++;
+	bc_set_cursor(rx, rx->cursor + 1);
 	bc_unlock(bc);
 	return 0;
+}
+
+int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
+{
+	if (item == NULL || rx->bc == NULL)
+		return -EINVAL;
+	if (bc_recv_free(rx, item, true) == 0)
+		return 0;
+	return bc_try_recv_rest(rx, item);
 }
 
 /* -------------------------------------------------------------- futures */
@@ -483,6 +708,10 @@ static int bc_recv_attempt(sb_broadcast_recv *f, const sb_waker *w)
 {
 	sb_broadcast_receiver *rx = f->rx;
 	sb_broadcast *bc = rx->bc;
+	if (bc_recv_free(rx, f->item, false) == 0) {
+		rx->waiting = 0;
+		return 0;
+	}
 	sb_waker clone = SB_NO_WAKER;
 	for (;;) {
 		bc_lock(bc);
@@ -572,9 +801,28 @@ int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t time
 	return r == -ETIMEDOUT && f.status == 0 ? 0 : r;
 }
 
+/* What sb_park_retry_before_wait retries. */
+typedef struct bc_try_recv_args {
+	sb_broadcast_receiver *rx;
+	void *item;
+} bc_try_recv_args;
+
+static int bc_try_recv_op(void *arg)
+{
+	bc_try_recv_args *a = arg;
+	return sb_broadcast_try_recv(a->rx, a->item);
+}
+
 int sb_broadcast_recv_blocking(sb_broadcast_receiver *rx, void *item, uint64_t timeout_ns)
 {
 	int r = sb_broadcast_try_recv(rx, item); /* as in the send */
+	if (r != -EAGAIN)
+		return r;
+	/* A few yields and retries before queueing, as the channel's: with more
+	 * threads than cores the sender runs meanwhile, and a receiver that
+	 * finds the next item without queueing costs the sender no wake (one
+	 * futex wake per waiting receiver per item otherwise; docs/design.md). */
+	r = sb_park_retry_before_wait(bc_try_recv_op, &(bc_try_recv_args){ rx, item }, &timeout_ns);
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_recv f;

@@ -39,6 +39,7 @@
 #define SYNCBAND_SRC_FAIRNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <syncband/future.h>
@@ -116,6 +117,34 @@ static inline bool sb_fair_is_check(uint32_t seen)
 static inline uint32_t sb_fair_until_check(uint32_t counted)
 {
 	return (SB_FAIR_CHECKS_EVERY - counted % SB_FAIR_CHECKS_EVERY) % SB_FAIR_CHECKS_EVERY;
+}
+
+/*
+ * Where a waiter's stamp (uint64_t, 0 when not timed) and its count of
+ * hand-overs at the front (uint32_t) lie in its future `type`, as bytes from
+ * its node, the member `waiter`: the arguments of sb_fair_time_passed_locked.
+ */
+#define SB_FAIR_AT(type, member) \
+	((ptrdiff_t)offsetof(type, member) - (ptrdiff_t)offsetof(type, waiter))
+
+/*
+ * Under the queue lock whose tail is `tail`, a barger having passed the head
+ * (and so everyone behind it), or a phase's last handoff: starts the clock of
+ * every waiter whose clock has not started, at `now`, and zeroes its count.
+ * Those are the newest ones, a run at the tail, so the walk stops at the
+ * first timed one and times each waiter once.  `since_at` and `count_at`
+ * locate the stamp and the count (SB_FAIR_AT).
+ */
+static inline void sb_fair_time_passed_locked(sb_waiter *tail, ptrdiff_t since_at,
+					      ptrdiff_t count_at, uint64_t now)
+{
+	for (sb_waiter *w = tail; w; w = w->prev) {
+		uint64_t *since = (uint64_t *)(void *)((char *)w + since_at);
+		if (*since)
+			return;
+		*since = sb_fair_stamp(now); /* 0 means "never passed" */
+		*(uint32_t *)(void *)((char *)w + count_at) = 0;
+	}
 }
 
 #endif

@@ -8,17 +8,8 @@
 
 size_t sb_waitq_lock_lone(sb_waitq *q, size_t bits)
 {
-	size_t state = sb_waitq_load(q);
-	for (;;) {
-		if (state & SB_QLOCK_HELD) {
-			state = sb_qlock_wait(&q->state, state);
-			continue;
-		}
-		/* The CAS's acquire also sees a lone node as its owner filled it
-		 * in before installing it (with release). */
-		if (sb_qlock_try_take(&q->state, &state, sb_waitq_lock_word(state, bits), bits))
-			return sb_waitq_adopt_lone(q, state);
-	}
+	size_t cleared;
+	return sb_waitq_lock_lone_clearing(q, bits, 0, &cleared);
 }
 
 void sb_waitq_grant_lone(sb_waiter *w)

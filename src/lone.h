@@ -81,6 +81,35 @@ static inline size_t sb_waitq_adopt_lone(sb_waitq *q, size_t state)
 }
 
 /*
+ * sb_waitq_lock_lone that also clears the bits `clear` from a word holding
+ * a queue (NONEMPTY, no lone address) in the CAS that takes the lock, and
+ * says in *cleared which of them were set: a primitive that keeps a value of
+ * its own in those bits while waiters queue (the fair semaphore's budget)
+ * takes it back with the lock.  Returns the word as it was, less the lone
+ * address and the cleared bits.
+ */
+static inline size_t sb_waitq_lock_lone_clearing(sb_waitq *q, size_t bits, size_t clear,
+						 size_t *cleared)
+{
+	size_t state = sb_waitq_load(q);
+	for (;;) {
+		if (state & SB_QLOCK_HELD) {
+			state = sb_qlock_wait(&q->state, state);
+			continue;
+		}
+		size_t gone = (state & SB_WAITQ_NONEMPTY) && !sb_waitq_is_lone(state) ? state & clear : 0;
+		/* The CAS's acquire also sees a lone node as its owner filled it
+		 * in before installing it (with release), and what was released
+		 * into the cleared bits (each such release RMW heads a release
+		 * sequence that this RMW continues). */
+		if (sb_qlock_try_take(&q->state, &state, sb_waitq_lock_word(state, bits) - gone, bits)) {
+			*cleared = gone;
+			return sb_waitq_adopt_lone(q, state) - gone;
+		}
+	}
+}
+
+/*
  * Fills in `w` to be installed as the lone waiter; `*clone` keeps the waker
  * clone across retries of the installing CAS (drop it if the CAS never wins).
  */

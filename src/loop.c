@@ -338,6 +338,8 @@ static size_t run_one(sb_loop *l, sb_loop_task *t)
 		return 0;
 	}
 	sb_waker w = { &loop_waker_vtable, t };
+	/* t->poll is read here, before each poll: a poll may replace it for
+	 * the next (syncband.hpp does, on this thread). */
 	if (t->poll(t, &w) == SB_PENDING)
 		return 1;
 	/* Finished: set DONE and drop the spawn's reference in one RMW (DONE is

@@ -167,21 +167,11 @@ static sb_mutex_lock *mutex_lock_of(sb_waiter *w)
 	return SB_CONTAINER_OF(w, sb_mutex_lock, waiter);
 }
 
-/*
- * Under the queue lock, a barger having passed the head (and so everyone
- * behind it): starts the clock of every waiter whose clock has not started.
- * Those are the newest ones, a run at the tail, so the walk stops at the
- * first timed one and times each waiter once.
- */
+/* Under the queue lock: sb_fair_time_passed_locked on our futures. */
 static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 {
-	for (sb_waiter *w = m->q.tail; w; w = w->prev) {
-		sb_mutex_lock *f = mutex_lock_of(w);
-		if (f->passed_since)
-			return;
-		f->passed_since = sb_fair_stamp(now); /* 0 means "never passed" */
-		f->unlocks_at_front = 0;
-	}
+	sb_fair_time_passed_locked(m->q.tail, SB_FAIR_AT(sb_mutex_lock, passed_since),
+				   SB_FAIR_AT(sb_mutex_lock, unlocks_at_front), now);
 }
 
 /* The unlock budget (see the top of the file): bits 4-7 of the word. */

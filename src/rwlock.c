@@ -165,22 +165,13 @@ static inline __attribute__((always_inline)) int rw_decide(size_t state, int kin
 	return -EINVAL;
 }
 
-static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop);
+static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop, bool reader_left);
 
-/*
- * Under the queue lock: starts the clock of every waiter whose clock has not
- * started (a newcomer passed them all).  Those are the newest ones, a run
- * at the tail, so the walk stops at the first timed one.
- */
+/* Under the queue lock: sb_fair_time_passed_locked on our futures. */
 static void rw_time_passed_locked(sb_rwlock *rw, uint64_t now)
 {
-	for (sb_waiter *w = rw->q.tail; w; w = w->prev) {
-		sb_rwlock_lock *f = rw_future_of(w);
-		if (f->passed_since)
-			return;
-		f->passed_since = sb_fair_stamp(now); /* 0 means "never passed" */
-		f->passes_at_front = 0;
-	}
+	sb_fair_time_passed_locked(rw->q.tail, SB_FAIR_AT(sb_rwlock_lock, passed_since),
+				   SB_FAIR_AT(sb_rwlock_lock, passes_at_front), now);
 }
 
 /* What a newcomer that the holders let in may do (rw_barge_locked). */
@@ -252,7 +243,7 @@ __attribute__((noinline, cold)) static int rw_barge_or_lock(sb_rwlock *rw, size_
 	if (barge == RW_BARGE_PHASE_STARTED) {
 		/* Grant in order what the word allows, then decide again
 		 * (refused now, unless the queue drained). */
-		rw_grant_and_unlock(rw, word, SB_NO_WAKER);
+		rw_grant_and_unlock(rw, word, SB_NO_WAKER, false);
 		return RW_DECIDE_AGAIN;
 	}
 	if (waker == NULL) {
@@ -487,8 +478,20 @@ __attribute__((noinline)) static bool rw_wake_run_locked(sb_waiter *w, size_t wo
  * first, then the head of the queue - updating *word; or, eventually fair
  * mode outside a handoff phase, wakes the head that may enter.  Wakes go
  * into `b`.
+ *
+ * `reader_left`: a plain reader's unlock got us here.  Then, eventually fair
+ * mode outside a handoff phase, a woken plain reader at the head means there
+ * is nobody to wake: the run is not walked again.  A reader's unlock lets in
+ * no reader that could not enter before it (readers share; an upgradable
+ * reader waits for the upgradable read, not for them), only a writer at the
+ * head or the pending upgrade (served above); and the run at the head was
+ * woken by whoever let it in: those who queued in it or re-armed there
+ * since did so while a writer held the lock or a phase ran, and that
+ * writer's unlock, or the phase's end, walks the run again.  Walking it at
+ * every last reader's unlock cost the read-mostly task rows about a quarter
+ * of their time (docs/design.md, "The read-write lock").
  */
-static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
+static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b, bool reader_left)
 {
 	sb_waitq *q = &rw->q;
 	for (;;) {
@@ -521,6 +524,9 @@ static void rw_grant_locked(sb_rwlock *rw, size_t *word, sb_wake_batch *b)
 		if (rw_decide(*word, kind, &next) != 0)
 			return;
 		if (!rw_is_fifo(rw) && rw->handoff_left == 0) {
+			if (reader_left && kind == SB_RWLOCK_READ &&
+			    sb_waiter_remaining_locked(w) == SB_WAITER_WOKEN)
+				return; /* nobody to wake (see above) */
 			if (rw_wake_run_locked(w, *word, b))
 				return;
 			continue; /* the batch is full: flush, then wake the rest */
@@ -581,18 +587,26 @@ static int rw_giveback_word(size_t *word, enum rw_giveback what)
 	return -EINVAL;
 }
 
-/* Under the lock, holding the rwlock's bits `word`: grants, unlocks, wakes. */
-static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop)
+/*
+ * Under the lock, holding the rwlock's bits `word`: grants, unlocks, wakes
+ * (`reader_left`: see rw_grant_locked).
+ */
+static void rw_grant_and_unlock(sb_rwlock *rw, size_t word, sb_waker drop, bool reader_left)
 {
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
-	rw_grant_locked(rw, &word, &batch);
+	rw_grant_locked(rw, &word, &batch, reader_left);
 	rw_unlock_publish(rw, word);
 	sb_waitq_after_unlock(&batch, drop);
 }
 
-/* Gives back `what` under the lock and hands on what that frees. */
-static int rw_release(sb_rwlock *rw, enum rw_giveback what)
+/*
+ * Gives back `what` under the lock and hands on what that frees.  Inlined
+ * into each caller, whose `what` is mostly constant, so that the switches on
+ * it fold: rwlock/write-queued-behind-readers went from 482 instructions a
+ * round (487 with reader_left passed on) to 471.
+ */
+static inline __attribute__((always_inline)) int rw_release(sb_rwlock *rw, enum rw_giveback what)
 {
 	size_t word = rw_lock(rw);
 	int rc = rw_giveback_word(&word, what);
@@ -600,7 +614,7 @@ static int rw_release(sb_rwlock *rw, enum rw_giveback what)
 		sb_waitq_unlock(&rw->q);
 		return rc;
 	}
-	rw_grant_and_unlock(rw, word, SB_NO_WAKER);
+	rw_grant_and_unlock(rw, word, SB_NO_WAKER, what == RW_READ_UNLOCK);
 	return 0;
 }
 
@@ -774,7 +788,7 @@ static void rw_upgrade_cancel(sb_rwlock_lock *f)
 	} else {
 		rw_giveback_word(&word, RW_UNDO_UPGRADE);
 	}
-	rw_grant_and_unlock(rw, word, mine);
+	rw_grant_and_unlock(rw, word, mine, false);
 }
 
 /* How a granted future of `kind` gives back what it never observed. */
@@ -804,7 +818,7 @@ void sb_rwlock_lock_cancel(sb_rwlock_lock *f)
 		 * waker is a stale copy, already woken). */
 		if (remaining == SB_WAITER_WOKEN)
 			mine = SB_NO_WAKER;
-		rw_grant_and_unlock(rw, rw_load(rw) & RW_BITS, mine);
+		rw_grant_and_unlock(rw, rw_load(rw) & RW_BITS, mine, false);
 		return;
 	}
 	if (remaining == SB_WAITER_GRANTED)

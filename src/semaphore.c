@@ -66,6 +66,32 @@
  * the queue is empty.  A cancelled waiter is not counted off: the phase may
  * cover one newcomer more, never one fewer.
  *
+ * The budget: while the head is WOKEN, outside a phase, in a timed queue,
+ * a release that is not the one that compares the stamp with the bound
+ * only adds to `spare`, and a newcomer only takes from it (the queue being
+ * timed already, passing the head changes nothing else).  So the unlock
+ * that leaves such a head WOKEN writes a budget into bits 4-7 of the word
+ * (NONEMPTY with no lone address: src/lone.h keeps addresses at or above
+ * 256): bits 4-5, the releases up to the next check (at most 3), counted
+ * in releases_timed at once, as the mutex's unlock budget; bits 6-7, the
+ * free permits (all of `spare`, at most 3, or no budget).  A release the
+ * budget lets by is one CAS that takes one release and adds its permits
+ * (at most 3 free in all); a newcomer's take is one CAS that takes its
+ * permits; both only from a word without HELD, so that whoever holds the
+ * lock sees the budget still.  Every locked step of this mode shuts it in
+ * the CAS that takes the lock (sem_lock_fair; a cancel's lock and a full
+ * wake batch's relock, taken by the queue's own code, with one more RMW:
+ * sem_shut_budget_locked): its permits go back into `spare` and its unused
+ * releases out of releases_timed, so the locked code below never sees a
+ * budget, and the stamp is compared at exactly the releases it was
+ * compared at without one; every unlock of this mode decides afresh
+ * (sem_open_budget_locked).  Steps of the queue's generic code that lock
+ * and unlock (a re-poll's new waker, a cancel that finds its node
+ * detached) leave it as it was: they change neither the head nor the
+ * permits.  With 16 blocking threads on 2 cores, the queue lock was about
+ * 70 % of the profile (sem_unlock_fair, sb_waitq_lock_lone, sb_qlock_wait):
+ * every release and every acquire that found waiters took it.
+ *
  * So the head holds a partial grant only in strict mode, in a phase, or as a
  * first waiter that took what the counter had (a multi-permit first poll, a
  * lone waiter that took n - 1); and never while woken.
@@ -101,6 +127,35 @@ static inline size_t sem_count(size_t state)
 static inline size_t sem_load(const sb_semaphore *s)
 {
 	return sb_waitq_load(&s->q);
+}
+
+/*
+ * The budget (eventually fair mode; see the top of the file): bits 4-7 of
+ * a word with waiters queued (NONEMPTY, no lone address), 0 when shut.
+ * Bits 4-5: the releases that may go by without the lock (counted already
+ * in releases_timed); bits 6-7: free permits that a newcomer may take
+ * without it.  Both are spent with one CAS, from a word without HELD.
+ */
+#define SEM_BUDGET_RELEASE_ONE SB_SEMAPHORE_STATE_COUNT_ONE
+#define SEM_BUDGET_RELEASES (SEM_BUDGET_RELEASE_ONE * 3)
+#define SEM_BUDGET_PERMIT_SHIFT (SB_SEMAPHORE_STATE_COUNT_SHIFT + 2)
+#define SEM_BUDGET_PERMIT_ONE ((size_t)1 << SEM_BUDGET_PERMIT_SHIFT)
+#define SEM_BUDGET_PERMITS (SEM_BUDGET_PERMIT_ONE * 3)
+#define SEM_BUDGET_BITS (SEM_BUDGET_RELEASES | SEM_BUDGET_PERMITS)
+#define SEM_BUDGET_MAX ((size_t)3) /* of each */
+_Static_assert(SEM_BUDGET_BITS < SB_WAITQ_LONE_MIN, "a budget must never read as a lone address");
+
+/* Whether `state` may be spent from: waiters queued, lock free, not closed. */
+static inline bool sem_budget_is_spendable(size_t state)
+{
+	/* NONEMPTY and bits 4-7 only: no lock, no CLOSED, no lone address. */
+	return (state & ~SEM_BUDGET_BITS) == SB_WAITQ_NONEMPTY;
+}
+
+/* The free permits of a budget in `state`. */
+static inline size_t sem_budget_permits(size_t state)
+{
+	return (state & SEM_BUDGET_PERMITS) >> SEM_BUDGET_PERMIT_SHIFT;
 }
 
 int sb_semaphore_init(sb_semaphore *s, size_t permits)
@@ -210,6 +265,119 @@ static void sem_grant_and_unlock(sb_semaphore *s, size_t n, sb_waker drop)
 
 /* --- eventually fair mode (see the top of the file) --- */
 
+/*
+ * Under the lock: the budget that `state` (the word as the lock was taken)
+ * held is shut: moves its permits into `spare` and takes the releases it did
+ * not let by back out of releases_timed, so that the bound is compared at
+ * the same releases as without a budget.
+ */
+static void sem_budget_shut_locked(sb_semaphore *s, size_t state)
+{
+	s->spare += sem_budget_permits(state);
+	s->releases_timed -= (uint16_t)((state & SEM_BUDGET_RELEASES) / SEM_BUDGET_RELEASE_ONE);
+}
+
+/* Whether the word `state` holds a budget (nonzero, shut or not). */
+static inline bool sem_has_budget(size_t state)
+{
+	return (state & SB_WAITQ_NONEMPTY) && !sb_waitq_is_lone(state) && (state & SEM_BUDGET_BITS);
+}
+
+/*
+ * Takes the queue lock, also setting `bits`, and shuts the budget in the
+ * same CAS (a lone waiter joins the queue, as sb_waitq_lock_lone).  Every
+ * locked step of eventually fair mode takes the lock so (a cancel's through
+ * sem_shut_budget_locked): while it is held the word has no budget, and
+ * nothing is counted twice.  Returns the word as it was, less a lone
+ * address and the budget.
+ */
+static size_t sem_lock_fair(sb_semaphore *s, size_t bits)
+{
+	size_t budget;
+	size_t state = sb_waitq_lock_lone_clearing(&s->q, bits, SEM_BUDGET_BITS, &budget);
+	if (budget)
+		sem_budget_shut_locked(s, budget);
+	return state;
+}
+
+/* Under a lock taken otherwise (a cancel's, a flush's): shuts the budget. */
+static void sem_shut_budget_locked(sb_semaphore *s)
+{
+	/* relaxed: with the lock held nobody else changes bits 4-7 (a budget
+	 * is spent only from a word without HELD), and the CAS that took the
+	 * lock (acquire) made the permits released into it ours. */
+	size_t state = sem_load(s);
+	if (!sem_has_budget(state))
+		return;
+	sem_budget_shut_locked(s, state);
+	/* relaxed: published by our unlock (release).  An RMW, not a store:
+	 * a locker may set PARKED meanwhile. */
+	atomic_fetch_sub_explicit(&s->q.state, state & SEM_BUDGET_BITS, memory_order_relaxed);
+}
+
+/*
+ * Under the lock: runs a full wake batch with the lock dropped (as
+ * sb_waitq_flush_lone).  Another step may open a budget meanwhile: shut it
+ * again once the lock is back.
+ */
+static void sem_flush_fair(sb_semaphore *s, sb_wake_batch *b)
+{
+	sb_waitq_flush_lone(&s->q, b);
+	sem_shut_budget_locked(s);
+}
+
+/*
+ * A newcomer that found waiters queued: takes `n` permits from an open
+ * budget with one CAS.  False when the budget is shut, the lock held, or
+ * the budget short: the caller takes the lock.
+ */
+static bool sem_budget_take(sb_semaphore *s, size_t n)
+{
+	size_t state = sem_load(s);
+	while (sem_budget_is_spendable(state) && sem_budget_permits(state) >= n) {
+		/* acquire: the permits come with what their releaser wrote (pairs
+		 * with the release CAS of a budget release, or the release unlock
+		 * that opened the budget).  relaxed on failure: we look again. */
+		if (atomic_compare_exchange_weak_explicit(&s->q.state, &state, state - n * SEM_BUDGET_PERMIT_ONE,
+							  memory_order_acquire, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Under the lock, unlocking: the budget to write into bits 4-7.  Only for a
+ * WOKEN head of a timed queue outside a phase: then a release that is not a
+ * check only adds to `spare`, and a barger only takes from it (the queue
+ * being timed already), which the budget does without the lock.  Lets by
+ * the releases up to the next check (at most 3), counting them now, and
+ * moves `spare` into the word if it fits (at most 3: otherwise nothing is
+ * let by, as releases could then overflow unseen).  A queue nobody passed
+ * yet gets none: the barger that passes it first takes the lock, and times
+ * it.
+ */
+static size_t sem_open_budget_locked(sb_semaphore *s)
+{
+	sb_waiter *head = sb_waitq_front(&s->q);
+	if (!head || !s->passed_since || s->handoff_left || s->spare > SEM_BUDGET_MAX ||
+	    sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN)
+		return 0;
+	uint32_t r = sb_fair_until_check(s->releases_timed);
+	if (r > SEM_BUDGET_MAX)
+		r = SEM_BUDGET_MAX;
+	s->releases_timed += (uint16_t)r;
+	size_t budget = r * SEM_BUDGET_RELEASE_ONE + s->spare * SEM_BUDGET_PERMIT_ONE;
+	s->spare = 0;
+	return budget;
+}
+
+/* Under the lock, nothing changed: unlocks, opening the budget as it was. */
+static void sem_unlock_unchanged(sb_semaphore *s)
+{
+	/* release (in the unlock): a budget taker sees our writes. */
+	sb_waitq_unlock_update(&s->q, 0, sem_open_budget_locked(s));
+}
+
 /* Under the lock: what the queued `w` is still owed (a woken one, everything). */
 static size_t sem_owed_locked(sb_waiter *w)
 {
@@ -275,7 +443,7 @@ static void sem_feed_locked(sb_semaphore *s, sb_wake_batch *b)
 		}
 		sem_phase_served_locked(s);
 		if (sb_wake_batch_is_full(b))
-			sb_waitq_flush_lone(&s->q, b);
+			sem_flush_fair(s, b);
 	}
 }
 
@@ -304,7 +472,7 @@ static void sem_unlock_fair(sb_semaphore *s, sb_wake_batch *b, sb_waker drop)
 		if (s->handoff_left || r == SB_WAITER_WOKEN || r > s->spare)
 			break;
 		if (sb_wake_batch_is_full(b)) {
-			sb_waitq_flush_lone(&s->q, b); /* the queue may change: look again */
+			sem_flush_fair(s, b); /* the queue may change: look again */
 			continue;
 		}
 		s->spare += sem_acquire_of(head)->permits - r; /* its partial grant, if any */
@@ -314,8 +482,11 @@ static void sem_unlock_fair(sb_semaphore *s, sb_wake_batch *b, sb_waker drop)
 		sb_waiter_set_remaining_locked(head, SB_WAITER_WOKEN);
 		break;
 	}
-	/* release (in the unlock): a lock-free taker of `add` sees our writes. */
-	sb_waitq_unlock_update(&s->q, 0, add * SB_SEMAPHORE_STATE_COUNT_ONE);
+	/* With waiters queued, `add` is 0, and a woken head opens the budget. */
+	add = add * SB_SEMAPHORE_STATE_COUNT_ONE + sem_open_budget_locked(s);
+	/* release (in the unlock): a lock-free taker of `add`, or a budget
+	 * taker, sees our writes. */
+	sb_waitq_unlock_update(&s->q, 0, add);
 	sb_waitq_after_unlock(b, drop);
 }
 
@@ -360,7 +531,9 @@ static int sem_try_barge(sb_semaphore *s, size_t n)
 	size_t state = sem_load(s);
 	if (!(state & SB_WAITQ_NONEMPTY) || sb_waitq_is_lone(state))
 		return -EAGAIN;
-	state = sb_waitq_lock_lone(&s->q, 0);
+	if (sem_budget_take(s, n))
+		return 0;
+	state = sem_lock_fair(s, 0);
 	int ret = -EAGAIN;
 	if (state & SB_SEMAPHORE_STATE_CLOSED)
 		ret = -ESHUTDOWN;
@@ -394,10 +567,14 @@ __attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f
 	size_t n = f->permits;
 	sb_wake_batch batch;
 	sb_wake_batch_init(&batch);
+	if (sem_budget_take(s, n)) {
+		sb_waker_drop_if(f->waiter.waker);
+		return 0;
+	}
 	for (;;) {
-		size_t state = sb_waitq_lock_lone(&s->q, 0);
+		size_t state = sem_lock_fair(s, 0);
 		if ((state & SB_SEMAPHORE_STATE_CLOSED) || sb_waitq_is_empty(&s->q)) {
-			sb_waitq_unlock(&s->q);
+			sem_unlock_unchanged(s);
 			return SEM_START_OVER;
 		}
 		if (sem_barge_locked(s, n)) {
@@ -406,7 +583,7 @@ __attribute__((noinline)) static int sem_first_poll_fair(sb_semaphore_acquire *f
 		}
 		if (f->waiter.waker.vtable)
 			break;
-		sb_waitq_unlock(&s->q); /* nothing changed */
+		sem_unlock_unchanged(s);
 		f->waiter.waker = sb_waker_clone(w);
 	}
 	sb_waitq_push(&s->q, &f->waiter, n, f->waiter.waker);
@@ -430,12 +607,12 @@ __attribute__((noinline)) static int sem_retry(sb_semaphore_acquire *f, const sb
 	sb_wake_batch_init(&batch);
 	size_t owed = f->permits;
 	for (;;) {
-		(void)sb_waitq_lock_lone(&s->q, 0);
+		(void)sem_lock_fair(s, 0);
 		size_t r = sb_waiter_remaining_locked(node);
 		if (r != SB_WAITER_WOKEN) {
 			/* Detached meanwhile (a phase's grant, close): final. */
 			assert(sb_waiter_is_detached(r));
-			sb_waitq_unlock(&s->q);
+			sem_unlock_unchanged(s);
 			sb_waker_drop_if(clone);
 			return sb_future_settle(&f->status, r);
 		}
@@ -449,7 +626,7 @@ __attribute__((noinline)) static int sem_retry(sb_semaphore_acquire *f, const sb
 		}
 		if (clone.vtable)
 			break;
-		sb_waitq_unlock(&s->q); /* nothing changed */
+		sem_unlock_unchanged(s);
 		clone = sb_waker_clone(w);
 	}
 	if (s->handoff_left) {
@@ -485,6 +662,20 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 				return 0;
 			continue;
 		}
+		if (sem_budget_is_spendable(state) && (state & SEM_BUDGET_RELEASES) &&
+		    n <= SEM_BUDGET_MAX - sem_budget_permits(state)) {
+			/* A release the budget lets by (never in strict FIFO mode;
+			 * the permits free, at most SEM_BUDGET_MAX, cannot overflow).
+			 * release: a budget taker sees our writes; relaxed on
+			 * failure, the loop re-decides. */
+			if (atomic_compare_exchange_weak_explicit(&s->q.state, &state,
+								  state - SEM_BUDGET_RELEASE_ONE +
+									  n * SEM_BUDGET_PERMIT_ONE,
+								  memory_order_release,
+								  memory_order_relaxed))
+				return 0;
+			continue;
+		}
 		if (sb_waitq_may_have_waiters(state))
 			break;
 		if (checked && sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n)
@@ -497,13 +688,13 @@ static int sem_release(sb_semaphore *s, size_t n, bool checked)
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
-	state = sb_waitq_lock_lone(&s->q, 0);
+	state = sem_lock_fair(s, 0);
 	/* The counter is 0 while anyone waits; if the queue has emptied since,
 	 * the permits may land in the counter, so check against it (and
 	 * against the spare, the free permits while anyone waits). */
 	if (checked && (sem_count(state) > SB_SEMAPHORE_MAX_PERMITS - n ||
 			s->spare > SB_SEMAPHORE_MAX_PERMITS - n)) {
-		sb_waitq_unlock(&s->q);
+		sem_unlock_unchanged(s);
 		return -EOVERFLOW;
 	}
 	if (sem_is_fifo(s))
@@ -531,7 +722,7 @@ void sb_semaphore_close(sb_semaphore *s)
 	/* Closed from the moment we hold the lock (the CAS that takes it sets
 	 * SB_SEMAPHORE_STATE_CLOSED, with acq_rel: it is read without the
 	 * lock), and every waiter completed with -ESHUTDOWN from then on. */
-	size_t state = sb_waitq_lock_lone(&s->q, SB_SEMAPHORE_STATE_CLOSED);
+	size_t state = sem_lock_fair(s, SB_SEMAPHORE_STATE_CLOSED);
 	/* Only the head ever holds a partial grant, never a woken one; the
 	 * spare (eventually fair mode) goes back too. */
 	size_t returned = s->spare;
@@ -655,6 +846,7 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 			sem_grant_and_unlock(s, f->permits - remaining, mine);
 			return;
 		}
+		sem_shut_budget_locked(s);
 		if (remaining == SB_WAITER_WOKEN) {
 			/* Woken but never tried: its waker is spent (`mine` a stale
 			 * copy); the unlock passes the wake on. */

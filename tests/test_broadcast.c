@@ -196,6 +196,56 @@ static void every_subscriber_receives_every_item_in_order(void **state)
 	}
 }
 
+/*
+ * Lagging rings of items up to 64 bytes are read without the lock, in units
+ * of 8, 4 or 1 bytes; larger ones under it; a power-of-two capacity is
+ * indexed with a mask, any other with a division.  Every size comes out
+ * whole, lags are counted, and a receive that does not return 0 leaves the
+ * caller's buffer untouched.
+ */
+static void every_item_size_is_received_whole_and_a_failed_receive_copies_nothing(void **state)
+{
+	(void)state;
+	static const size_t sizes[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 40, 64, 65, 72, 100 };
+	enum { MAXSIZE = 100, MAXCAP = 4 };
+	_Alignas(16) unsigned char slots[MAXSIZE * MAXCAP];
+	unsigned char item[MAXSIZE], out[MAXSIZE];
+	for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+		for (size_t cap = 3; cap <= MAXCAP; cap++) {
+			size_t size = sizes[z];
+			sb_broadcast bc;
+			assert_int_equal(sb_broadcast_init(&bc, slots, size, cap, SB_BROADCAST_LAGGING),
+					 0);
+			sb_broadcast_receiver rx;
+			subscribe(&bc, &rx);
+			memset(out, 0xee, sizeof out);
+			assert_int_equal(sb_broadcast_try_recv(&rx, out), -EAGAIN);
+			for (size_t v = 1; v <= cap + 2; v++) { /* the first two are overwritten */
+				for (size_t k = 0; k < size; k++)
+					item[k] = (unsigned char)(v * 16 + k);
+				assert_int_equal(sb_broadcast_try_send(&bc, item), 0);
+			}
+			assert_int_equal(sb_broadcast_try_recv(&rx, out), -EOVERFLOW);
+			assert_int_equal(sb_broadcast_receiver_missed(&rx), 2);
+			for (size_t k = 0; k < sizeof out; k++)
+				assert_int_equal(out[k], 0xee); /* nothing copied */
+			for (size_t v = 3; v <= cap + 2; v++) {
+				assert_int_equal(sb_broadcast_try_recv(&rx, out), 0);
+				for (size_t k = 0; k < size; k++)
+					assert_int_equal(out[k], (unsigned char)(v * 16 + k));
+				if (size < MAXSIZE)
+					assert_int_equal(out[size], 0xee); /* no more than the item */
+			}
+			memset(out, 0xee, sizeof out);
+			assert_int_equal(sb_broadcast_try_recv(&rx, out), -EAGAIN);
+			for (size_t k = 0; k < sizeof out; k++)
+				assert_int_equal(out[k], 0xee);
+			assert_int_equal(sb_broadcast_unsubscribe(&rx), 0);
+			assert_int_equal(sb_broadcast_destroy(&bc), 0);
+		}
+	}
+}
+
 static void a_receiver_used_after_unsubscribe_is_refused_with_einval(void **state)
 {
 	(void)state;
@@ -926,6 +976,7 @@ int main(void)
 		cmocka_unit_test(init_refuses_bad_arguments_and_leaves_the_broadcast_unchanged),
 		cmocka_unit_test(a_new_subscriber_sees_only_what_is_sent_after_it_subscribed),
 		cmocka_unit_test(every_subscriber_receives_every_item_in_order),
+		cmocka_unit_test(every_item_size_is_received_whole_and_a_failed_receive_copies_nothing),
 		cmocka_unit_test(a_receiver_used_after_unsubscribe_is_refused_with_einval),
 		cmocka_unit_test(a_null_item_is_refused_and_changes_nothing),
 		cmocka_unit_test(a_lagging_receiver_is_told_how_many_it_missed_and_resumes_at_the_oldest),

@@ -993,6 +993,46 @@ static void a_write_unlock_wakes_the_queued_readers_without_granting_and_a_write
 	assert_int_equal(sb_rwlock_destroy(&rw), 0);
 }
 
+/*
+ * The last reader's unlock leaves a woken run at the head alone (it lets in
+ * no reader that could not enter before); a reader that queues behind that
+ * run while a writer holds, and one whose retry lost to that writer, are
+ * woken by the writer's unlock.
+ */
+static void a_reader_that_queues_behind_a_woken_run_is_woken_by_the_next_write_unlock(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock r[3];
+	counting_waker cr[3];
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r[0], &rw, SB_RWLOCK_READ, &cr[0]), SB_PENDING);
+	assert_int_equal(start(&r[1], &rw, SB_RWLOCK_READ, &cr[1]), SB_PENDING);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cr[0].wakes), 1);
+	assert_int_equal(atomic_load(&cr[1].wakes), 1);
+	/* a newcomer shares the lock with the woken run, and leaves last */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cr[0].wakes), 1);
+	assert_int_equal(atomic_load(&cr[1].wakes), 1);
+	/* a writer passes the run; a reader queues behind it, and the head's
+	 * retry loses */
+	assert_int_equal(sb_rwlock_try_write(&rw), 0);
+	assert_int_equal(start(&r[2], &rw, SB_RWLOCK_READ, &cr[2]), SB_PENDING);
+	assert_int_equal(poll_with(&r[0], &cr[0]), SB_PENDING);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cr[0].wakes), 2); /* re-armed, woken again */
+	assert_int_equal(atomic_load(&cr[1].wakes), 1); /* still woken: not again */
+	assert_int_equal(atomic_load(&cr[2].wakes), 1);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(poll_with(&r[i], &cr[i]), 0);
+	assert_int_equal(sb_rwlock_readers(&rw), 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 static void try_read_passes_a_queued_writer_within_the_bound(void **state)
 {
 	(void)state;
@@ -1232,6 +1272,7 @@ int main(void)
 		cmocka_unit_test(a_blocking_writer_is_woken_by_the_last_reader_on_another_thread),
 		cmocka_unit_test(readers_and_writers_on_threads_never_overlap),
 		cmocka_unit_test(a_write_unlock_wakes_the_queued_readers_without_granting_and_a_writer_may_barge),
+		cmocka_unit_test(a_reader_that_queues_behind_a_woken_run_is_woken_by_the_next_write_unlock),
 		cmocka_unit_test(try_read_passes_a_queued_writer_within_the_bound),
 		cmocka_unit_test(a_queue_served_in_order_with_nobody_passing_never_reads_the_clock),
 		cmocka_unit_test(a_writer_is_not_starved_by_a_stream_of_readers),

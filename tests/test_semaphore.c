@@ -855,6 +855,46 @@ static void past_the_bound_releases_hand_permits_to_the_queue_in_order(void **st
 }
 
 /*
+ * Releases and bargers that go by a woken head without the lock (the
+ * budget, src/semaphore.c) move the bound's check no more than locked ones:
+ * the release that compares the stamp is the 16th after the last check,
+ * however many of those were let by, as when every release took the lock.
+ */
+static void releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);     /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it: timed */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);     /* the first check */
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);     /* the second release since */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+	assert_int_equal(poll_with(&f[0], &c[0]), SB_PENDING); /* passed: re-armed */
+	fake_now += SB_FAIRNESS_BOUND_NS + 1;
+	int releases = 1; /* since the first check */
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* the check: a phase, handed to f[0] */
+	}
+	assert_int_equal(releases, RELEASES_PER_CHECK);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(sb_semaphore_release(&s, RELEASES_PER_CHECK + 2), 0); /* 17 bargers', f[0]'s */
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);
+	assert_int_equal(sb_semaphore_available(&s), RELEASES_PER_CHECK + 2);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
  * A waiter that queued during a phase waited through part of it: the
  * phase's last handoff times it half a bound back (src/fairness.h), so
  * bargers pass it for half a bound after the phase, not a whole one.
@@ -1232,6 +1272,7 @@ int main(void)
 		cmocka_unit_test(past_the_bound_releases_hand_permits_to_the_queue_in_order),
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it),
+		cmocka_unit_test(releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
 		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
 		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),

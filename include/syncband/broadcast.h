@@ -73,7 +73,8 @@ typedef struct sb_broadcast {
 	struct sb_broadcast_receiver *subs; /* the subscribers, in no order */
 	void *slots;                        /* the caller's storage */
 	uint64_t tail;                      /* the sequence number of the next item */
-	uint64_t min;                       /* back-pressure: no cursor is below it */
+	uint64_t min;                       /* back-pressure: no cursor is below it;
+	                                       lagging: the items whose writes began */
 	uint32_t item_size;
 	uint32_t capacity;
 } sb_broadcast;

@@ -77,7 +77,7 @@ struct sb_loop_task {
 	SB_ATOMIC(size_t) state;   /* references << 2 | DONE | QUEUED; see src/loop.c */
 	sb_loop_task *next;        /* the ready queue's link, owned by whoever queued it */
 	sb_loop *loop;
-	sb_loop_poll_fn poll;
+	sb_loop_poll_fn poll;      /* read before each poll; syncband.hpp's poll replaces it */
 	sb_loop_release_fn release;
 };
 

@@ -82,9 +82,10 @@ typedef struct sb_semaphore {
  *
  *   bit 3     SB_SEMAPHORE_STATE_CLOSED   close() was called
  *   bits 4-   the permits in the counter, one SB_SEMAPHORE_STATE_COUNT_ONE
- *             each; 0 while anyone waits, when the field holds a lone
- *             waiter's address instead (NONEMPTY set), and free permits
- *             (eventually fair mode) are kept under the queue's lock
+ *             each, while nobody waits; with NONEMPTY set, a lone waiter's
+ *             address, or (eventually fair mode) a value below 16 that the
+ *             library keeps for itself, free permits being kept under the
+ *             queue's lock and there
  *
  * So permits can be taken lock-free when neither CLOSED nor NONEMPTY is set
  * and the count is high enough, and released lock-free when neither HELD nor

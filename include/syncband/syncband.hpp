@@ -98,7 +98,15 @@ struct task_access;
 struct strand {
 	task_state *task;                  // the spawned task: its waker, its loop
 	pending_op *waiting;               // what the strand is suspended at, or null
+	// Where a future awaiter that suspends the strand stores its direct
+	// poll (see resume_main): the task's lt.poll for its top-level
+	// strand, `unused` below for a combinator's branch, which its
+	// combinator polls.  One store, so that suspending need not ask which.
+	// Between `waiting` and `resume_at`, which g++ would otherwise store
+	// together through a vector register, in four instructions for two.
+	sb_loop_poll_fn *poll_slot;
 	std::coroutine_handle<> resume_at; // the coroutine suspended there
+	sb_loop_poll_fn unused;
 };
 
 // Polls what the strand waits on and, once that completes, resumes the
@@ -220,6 +228,7 @@ inline task_state *state_of(sb_loop_task *lt) noexcept
 }
 
 inline int task_poll(sb_loop_task *lt, const sb_waker *w) noexcept;
+inline int resume_main(task_state *t) noexcept;
 
 inline void task_release(sb_loop_task *lt) noexcept
 {
@@ -404,7 +413,7 @@ public:
 		detail::promise_base &p = t.h_.promise();
 		p.bind(&s->main, nullptr);
 		p.root_ = s;
-		s->main = detail::strand{ s, nullptr, t.h_ };
+		s->main = detail::strand{ s, nullptr, &s->lt.poll, t.h_, nullptr };
 		s->frame = std::exchange(t.h_, nullptr);
 		s->owner = this;
 		s->prev = nullptr;
@@ -465,6 +474,7 @@ inline detail::promise_base::~promise_base()
 		return;
 	root_->frame = nullptr;
 	root_->main.waiting = nullptr;
+	root_->lt.poll = task_poll; // which finds the frame gone
 	root_->owner->unlink(root_);
 }
 
@@ -476,6 +486,24 @@ inline int detail::task_poll(sb_loop_task *lt, const sb_waker *w) noexcept
 	if (step(&s->main, w) || !s->frame.done())
 		return SB_PENDING; // suspended at an awaiter, registered with `w`
 	s->frame.destroy();
+	return 0;
+}
+
+// A future awaiter that suspends the top-level strand makes its own
+// poll_task the task's poll (lt.poll, which the loop reads before each poll
+// on its thread, the only one that writes it): that polls the future and
+// calls this, one indirect call where task_poll makes two (step's re-poll
+// and the resume), and without task_poll's checks, which cannot fail there
+// (a frame destroyed meanwhile set task_poll back).  Every other
+// suspension finds task_poll, set back here before the resume.
+inline int detail::resume_main(task_state *t) noexcept
+{
+	t->main.waiting = nullptr;
+	t->lt.poll = task_poll;
+	t->main.resume_at.resume();
+	if (!t->frame.done())
+		return SB_PENDING;
+	t->frame.destroy();
 	return 0;
 }
 
@@ -521,7 +549,11 @@ public:
 	// Returns the permits to the semaphore now.
 	void reset() noexcept
 	{
-		if (sem_)
+		// One permit, the usual count, takes a release whose range checks
+		// fold for the constant.
+		if (sem_ && n_ == 1)
+			sb_semaphore_release(sem_, 1);
+		else if (sem_)
 			sb_semaphore_release(sem_, n_);
 		sem_ = nullptr;
 		n_ = 0;
@@ -817,10 +849,11 @@ protected:
 	// Makes the future's first poll, first(waker), with the task's waker
 	// (the future is initialised): true when the coroutine must suspend
 	// until it completes; `o` then re-polls it on each wake (settling
-	// it) and cancels it.
+	// it) and cancels it.  `direct`, if given, becomes the task's poll
+	// while its top-level strand waits here (see resume_main).
 	template <class Promise, class FirstPoll>
 	bool suspend(std::coroutine_handle<Promise> h, const pending_ops *o,
-		     FirstPoll first) noexcept
+		     FirstPoll first, sb_loop_poll_fn direct = nullptr) noexcept
 	{
 		strand *s = h.promise().syncband_state();
 		int r = first(&s->task->waker);
@@ -828,8 +861,10 @@ protected:
 		if (r != SB_PENDING)
 			return false;
 		ops = o;
-		s->waiting = this;
+		if (direct)
+			*s->poll_slot = direct;
 		s->resume_at = h;
+		s->waiting = this;
 		return true;
 	}
 
@@ -886,7 +921,8 @@ protected:
 	{
 		return awaiter_core::suspend(
 			h, &ops_for<&poll_again, &cancel_wait>,
-			[this](const sb_waker *w) { return poll_future(&future_, w); });
+			[this](const sb_waker *w) { return poll_future(&future_, w); },
+			&poll_task);
 	}
 	// The same, when await_ready has just made the C poll's inline attempt
 	// and it failed: `slow` is that poll's out-of-line rest, which a first
@@ -898,10 +934,17 @@ protected:
 	{
 		return awaiter_core::suspend(
 			h, &ops_for<&poll_again, &cancel_wait>,
-			[this, slow](const sb_waker *w) { return slow(&future_, w); });
+			[this, slow](const sb_waker *w) { return slow(&future_, w); },
+			&poll_task);
 	}
 
-	Future future_;
+	// A union member, so that no awaiter constructs the future: a C
+	// struct, whose std::atomic fields C++20 would zero on construction
+	// (a store before every await, which the future's init makes moot).
+	// Only its init and the C functions give it values.
+	union {
+		Future future_;
+	};
 
 private:
 	friend struct select_access;
@@ -909,6 +952,19 @@ private:
 	{
 		auto *a = static_cast<future_awaiter *>(op);
 		return a->settle(poll_future(&a->future_, w));
+	}
+	// The task's poll while its top-level strand waits here: the loop
+	// calls it instead of task_poll, which would call poll_again.
+	static int poll_task(sb_loop_task *lt, const sb_waker *w) noexcept
+	{
+		task_state *t = state_of(lt);
+		int r = poll_future(&static_cast<future_awaiter *>(t->main.waiting)->future_, w);
+		if (r == SB_PENDING)
+			return SB_PENDING;
+		// Found again rather than kept across the poll's call: one
+		// callee-saved register fewer to push.
+		static_cast<future_awaiter *>(t->main.waiting)->result_ = r;
+		return resume_main(t);
 	}
 	static bool cancel_wait(pending_op *op) noexcept
 	{
@@ -987,7 +1043,11 @@ public:
 		prepare();
 		return suspend_slow(h, &sb_mutex_lock_poll_slow);
 	}
-	mutex_guard await_resume() noexcept { return mutex_guard(*m_); }
+	mutex_guard await_resume() noexcept
+	{
+		result_ = 0; // settled, whichever way it came
+		return mutex_guard(*m_);
+	}
 
 private:
 	friend struct detail::select_access;
@@ -2079,7 +2139,7 @@ public:
 	void bind(std::size_t i, task<T> &t, task_state *owner) noexcept
 	{
 		auto h = task_access::handle(t);
-		strands_[i] = strand{ owner, nullptr, h };
+		strands_[i] = strand{ owner, nullptr, &strands_[i].unused, h, nullptr };
 		h.promise().bind(&strands_[i], nullptr);
 		handles_[i] = h;
 	}

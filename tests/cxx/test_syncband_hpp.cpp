@@ -203,6 +203,54 @@ void a_release_on_another_thread_resumes_the_task_only_on_the_loop(void **)
 	assert_int_equal(sb_semaphore_available(&sem), 1);
 }
 
+// Takes a permit on its awaiter's strand and keeps it (the count stays 0).
+sb::task<int> take_and_keep(sb_semaphore &s)
+{
+	sb::permit p = co_await sb::acquire(s);
+	co_return static_cast<int>(p.release());
+}
+
+// Waits at the semaphore between suspensions of every other kind: the task's
+// poll is the awaiter's direct one while the top-level strand waits at a
+// future, and task_poll again after each resume.  Keeps every permit.
+sb::task<> wait_between_other_suspensions(sb_semaphore &s, sb_mutex &m, int &steps)
+{
+	sb::permit p = co_await sb::acquire(s); // the direct poll
+	static_cast<void>(p.release());
+	steps++;
+	co_await sb::yield(); // task_poll: no future
+	steps++;
+	auto both = co_await sb::when_all(sb::acquire(s), sb::lock(m)); // on branches
+	static_cast<void>(std::get<0>(both).release());
+	steps++;
+	steps += co_await take_and_keep(s); // a nested task on the top-level strand
+	sb::permit last = co_await sb::acquire(s);
+	static_cast<void>(last.release());
+	steps++;
+}
+
+void a_task_waits_at_futures_between_yields_combinators_and_nested_tasks(void **)
+{
+	doorbell d;
+	sb::loop l(doorbell::ring, &d);
+	sb_semaphore sem = SB_SEMAPHORE_INIT(0);
+	sb_mutex m = SB_MUTEX_INIT;
+	int steps = 0;
+	l.spawn(wait_between_other_suspensions(sem, m, steps));
+	l.run_ready();
+	assert_int_equal(steps, 0);
+	const int after_release[] = { 2, 3, 4, 5 }; // one wait served per release
+	for (int expected : after_release) {
+		assert_false(l.idle());
+		sb_semaphore_release(&sem, 1);
+		l.run_ready();
+		assert_int_equal(steps, expected);
+	}
+	assert_true(l.idle());
+	assert_false(sb_mutex_is_locked(&m));
+	assert_int_equal(sb_semaphore_available(&sem), 0);
+}
+
 struct cv_state {
 	sb_mutex m = SB_MUTEX_INIT;
 	sb_condvar cv = SB_CONDVAR_INIT;
@@ -1788,6 +1836,7 @@ int main()
 		cmocka_unit_test(a_free_mutex_and_a_set_event_are_taken_in_await_ready),
 		cmocka_unit_test(a_task_with_free_permits_finishes_in_its_first_poll),
 		cmocka_unit_test(a_release_on_another_thread_resumes_the_task_only_on_the_loop),
+		cmocka_unit_test(a_task_waits_at_futures_between_yields_combinators_and_nested_tasks),
 		cmocka_unit_test(a_condvar_wait_is_polled_on_every_wake_and_resumes_holding_the_mutex),
 		cmocka_unit_test(event_waits_resume_after_sets_from_another_thread),
 		cmocka_unit_test(barrier_parties_resume_once_the_last_arrives_and_one_is_told_it_leads),

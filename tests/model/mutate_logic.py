@@ -70,6 +70,7 @@ LAYERS = {
     "barrier.c": (["test_barrier"], [("test_model_barrier", None)], "barrier"),
     "channel.c": (["test_channel", "test_channel_ring"], [("test_model_channel", None)],
                   "channel"),
+    "broadcast.c": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
 }
 # Every explorer program's cmocka tests, cheapest and likeliest first: the
 # SC exhaustive search, the atomic-count tests (a name with "read_modify" or
@@ -152,7 +153,7 @@ MUTANTS = [
      "drained = inbox_sleep(l);" + N + T + T + T + "break;",
      "a run whose end-of-run CAS fails (a push since the last take) stops without taking it or ringing"),
     # ---- src/mutex.c: the fairness phase, the budget, the WOKEN head -------
-    ("mutex-01", "mutex.c", T + T + "if (f->passed_since)" + N + T + T + T + "return;" + N, "",
+    ("mutex-01", "fairness.h", T + T + "if (*since)" + N + T + T + T + "return;" + N, "",
      "timing the passed waiters restarts the clock of those timed already"),
     ("mutex-02", "mutex.c", "budget * MUTEX_BUDGET_ONE, memory_order_relaxed);",
      "(budget - 1) * MUTEX_BUDGET_ONE, memory_order_relaxed);",
@@ -321,6 +322,18 @@ MUTANTS = [
      "if (head && sb_waiter_remaining_locked(head) == SB_WAITER_WOKEN) {",
      "if (head && false) {",
      "close completes a woken head through its spent waker"),
+    ("sem-29", "semaphore.c", "if (!head || !s->passed_since || s->handoff_left ||",
+     "if (!head || s->handoff_left ||",
+     "the budget opens for a queue nobody timed: bargers pass its head untimed"),
+    ("sem-30", "semaphore.c",
+     "s->releases_timed -= (uint16_t)((state & SEM_BUDGET_RELEASES) / SEM_BUDGET_RELEASE_ONE);",
+     "",
+     "a shut budget leaves the releases it did not let by counted: the check comes early"),
+    ("sem-31", "semaphore.c", "s->spare += sem_budget_permits(state);", "",
+     "a shut budget drops its permits instead of moving them into the spare"),
+    ("sem-32", "semaphore.c", "if (sem_budget_is_spendable(state) && (state & SEM_BUDGET_RELEASES) &&",
+     "if (sem_budget_is_spendable(state) &&",
+     "a release goes by without the lock past the budget's count, the check skipped"),
     # ---- src/fairness.h: the rules the mutex and the semaphore share --------
     ("fair-01", "fairness.h", "return now - since > SB_FAIR_BOUND_NS;",
      "return now - since >= SB_FAIR_BOUND_NS;",
@@ -462,6 +475,21 @@ MUTANTS = [
     ("latch-09", "latch.c", "sb_waitq_release_all(&l->q, SB_WAITER_GRANTED, &batch);",
      "sb_waitq_release_all(&l->q, SB_WAITER_CLOSED, &batch);",
      "the broadcast completes the waits with an error"),
+    # ---- src/broadcast.c: the receive without the lock ---------------------
+    ("bcast-01", "broadcast.c", "if (begun - cursor > capacity)" + N + T + T + T + "return SB_PENDING;",
+     "if (begun - cursor > capacity + 1)" + N + T + T + T + "return SB_PENDING;",
+     "a one-unit receive misses a send that began overwriting its slot (off by one)"),
+    ("bcast-02", "broadcast.c",
+     "if (begun - cursor > bc->capacity) /* item cursor + capacity began: maybe torn */",
+     "if (begun - cursor > bc->capacity + 1)",
+     "a wide receive misses a send that began overwriting its slot (off by one)"),
+    ("bcast-03", "broadcast.c",
+     "atomic_store_explicit(bc_begun_atomic(bc), tail + 1, memory_order_relaxed);",
+     "atomic_store_explicit(bc_begun_atomic(bc), tail, memory_order_relaxed);",
+     "a send announces the item before the one it overwrites"),
+    ("bcast-04", "broadcast.c", "if (tail - cursor - 1 >= capacity) /* nothing new, or lagged */",
+     "if (tail - cursor > capacity)",
+     "a receive without the lock reads when nothing new was sent"),
     # ---- src/barrier.c: the cancel of an arrival ---------------------------
     ("barrier-01", "barrier.c", "barrier_set_arrived_locked(b, arrived - 1);",
      "barrier_set_arrived_locked(b, arrived);",

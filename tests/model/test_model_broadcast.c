@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Systematic interleavings of syncband/broadcast.h (sched.c, README.md in
- * this folder): a send overwriting the slot a lagging receiver reads, a
- * subscribe racing sends, an unsubscribe racing a back-pressured sender's
+ * this folder): a send overwriting the slot a lagging receiver reads (ints,
+ * and wide items copied unit by unit without the lock), a receive without
+ * the lock racing a send's publication, a subscribe racing sends, an unsubscribe racing a back-pressured sender's
  * re-poll or cancel, and close racing waiting sends and receives, each
  * explored over every schedule within the bounds, then over random ones,
  * under sequential consistency and under the weak (release/acquire) model.
@@ -45,10 +46,16 @@ enum { WEAK_PREEMPTIONS = 3, STALE_READS = 2, WEAK_RANDOM_STALE_READS = 4 };
 
 enum { NITEMS = 4, NRX = 2, NWAKERS = 3, MAXSEQ = 6 };
 
+/* A wide item: up to WIDE bytes, each the item's value (a torn one shows). */
+enum { WIDE = 16 };
+
 typedef struct bc_mem {
 	int item[NITEMS];
 	int slots[2];
 	int buf[NRX][MAXSEQ];
+	unsigned char wide[2][WIDE];
+	unsigned char wide_slot[WIDE] __attribute__((aligned(16)));
+	unsigned char wide_buf[WIDE];
 } bc_mem;
 
 typedef struct bc_ctx {
@@ -64,6 +71,7 @@ typedef struct bc_ctx {
 	long missed[NRX];        /* what its lags counted */
 	int res[3];
 	bool closed;
+	size_t wide_size; /* the wide scenarios' item size */
 } bc_ctx;
 
 static bc_mem *watched;
@@ -324,6 +332,118 @@ static void lagf_check(void *p)
 	MODEL_CHECK(c->nseq[0] + c->missed[0] == 2);
 }
 
+/*
+ * A receive without the lock racing a send's publication (lagging, capacity
+ * 2, receiver 0 subscribed, nothing sent): t0 sends item 0, t1 reads once,
+ * getting item 0 whole or -EAGAIN; the drain gets it otherwise.
+ */
+static void pub_setup(void *p)
+{
+	bc_ctx *c = p;
+	setup_bc(c, 2, SB_BROADCAST_LAGGING);
+	setup_subscribe(c, 0);
+}
+static void pub_t0(void *p)
+{
+	bc_ctx *c = p;
+	put(c, 0);
+	int r = sb_broadcast_try_send(&c->bc, &c->mem.item[0]);
+	MODEL_CHECK(r == 0);
+	settle(c, 0, r);
+}
+static void pub_t1(void *p)
+{
+	bc_ctx *c = p;
+	int r = try_recv(c, 0);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	if (r == 0)
+		MODEL_CHECK(c->seq[0][0] == 0);
+}
+static void pub_check(void *p)
+{
+	bc_ctx *c = p;
+	drain_and_finish(c);
+	MODEL_CHECK(c->missed[0] == 0 && c->nseq[0] == 1 && c->seq[0][0] == 0);
+}
+
+/*
+ * A send overwriting the slot of a wide item while a lagging receiver
+ * copies it without the lock (capacity 1): 16 bytes (two 8-byte units), 8
+ * (the inline one-unit path) or 3 (three 1-byte units), each unit its own
+ * atomic location.  The
+ * receiver gets item 0 whole (every byte 1) or a lag of one, never a mix of
+ * items 0 and 1.
+ */
+static void put_wide(bc_ctx *c, int i)
+{
+	memset(c->mem.wide[i], i + 1, sizeof c->mem.wide[i]);
+}
+static int try_recv_wide(bc_ctx *c)
+{
+	int r = sb_broadcast_try_recv(&c->rx[0], c->mem.wide_buf);
+	if (r == 0) {
+		for (size_t k = 0; k < c->wide_size; k++)
+			MODEL_CHECK(c->mem.wide_buf[k] == c->mem.wide_buf[0]); /* untorn */
+		int v = c->mem.wide_buf[0];
+		MODEL_CHECK(v >= 1 && v <= 2);
+		MODEL_CHECK(c->nseq[0] < MAXSEQ);
+		c->seq[0][c->nseq[0]++] = v - 1;
+	} else if (r == -EOVERFLOW) {
+		c->missed[0] += (long)sb_broadcast_receiver_missed(&c->rx[0]);
+	}
+	return r;
+}
+static void torn_setup_size(bc_ctx *c, size_t size)
+{
+	watched = &c->mem;
+	c->wide_size = size;
+	MODEL_CHECK(sb_broadcast_init(&c->bc, c->mem.wide_slot, size, 1, SB_BROADCAST_LAGGING) ==
+		    0);
+	for (int i = 0; i < NWAKERS; i++)
+		counting_waker_init(&c->w[i]);
+	setup_subscribe(c, 0);
+	put_wide(c, 0);
+	MODEL_CHECK(sb_broadcast_try_send(&c->bc, c->mem.wide[0]) == 0);
+}
+static void torn16_setup(void *p)
+{
+	torn_setup_size(p, 16);
+}
+static void torn8_setup(void *p)
+{
+	torn_setup_size(p, 8);
+}
+static void torn3_setup(void *p)
+{
+	torn_setup_size(p, 3);
+}
+static void torn_t0(void *p)
+{
+	bc_ctx *c = p;
+	put_wide(c, 1);
+	MODEL_CHECK(sb_broadcast_try_send(&c->bc, c->mem.wide[1]) == 0);
+}
+static void torn_t1(void *p)
+{
+	bc_ctx *c = p;
+	int r = try_recv_wide(c);
+	MODEL_CHECK(r == 0 || r == -EOVERFLOW);
+	if (r == 0)
+		MODEL_CHECK(c->seq[0][0] == 0);
+}
+static void torn_check(void *p)
+{
+	bc_ctx *c = p;
+	int r;
+	while ((r = try_recv_wide(c)) == 0 || r == -EOVERFLOW)
+		;
+	MODEL_CHECK(r == -EAGAIN);
+	MODEL_CHECK(c->nseq[0] + c->missed[0] == 2);
+	MODEL_CHECK(c->seq[0][c->nseq[0] - 1] == 1);
+	MODEL_CHECK(sb_broadcast_unsubscribe(&c->rx[0]) == 0);
+	MODEL_CHECK(sb_broadcast_destroy(&c->bc) == 0);
+}
+
 /* --- subscribe racing sends (back-pressure, capacity 2) ----------------- */
 
 /*
@@ -492,6 +612,14 @@ static const sb_model_scenario pairs[] = {
 	  lag_setup, { lag_t0, lag_t1 }, lag_check },
 	{ "broadcast: two sends racing a lagging receive future", 2, sizeof(bc_ctx), lagf_setup,
 	  { lagf_t0, lagf_t1 }, lagf_check },
+	{ "broadcast: a receive without the lock racing a send's publication", 2, sizeof(bc_ctx),
+	  pub_setup, { pub_t0, pub_t1 }, pub_check },
+	{ "broadcast: a send overwriting a 16-byte item a lagging receiver copies", 2,
+	  sizeof(bc_ctx), torn16_setup, { torn_t0, torn_t1 }, torn_check },
+	{ "broadcast: a send overwriting an 8-byte item a lagging receiver copies", 2,
+	  sizeof(bc_ctx), torn8_setup, { torn_t0, torn_t1 }, torn_check },
+	{ "broadcast: a send overwriting a 3-byte item a lagging receiver copies", 2,
+	  sizeof(bc_ctx), torn3_setup, { torn_t0, torn_t1 }, torn_check },
 	{ "broadcast: subscribe racing sends", 2, sizeof(bc_ctx), sub_setup, { sub_t0, sub_t1 },
 	  sub_check },
 	{ "broadcast: unsubscribe racing a back-pressured send's re-poll with a new waker", 2,

@@ -560,6 +560,105 @@ static void fair3_check(void *p)
 	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
 }
 
+/*
+ * f[0] and f[1] owed one permit each, queued; a release woke f[0], a barger
+ * took its permit (timing the queue), a release that was the queue's check
+ * found it within the bound and opened the budget (src/semaphore.c) with
+ * that permit, and a second barger took it without the lock: nothing is
+ * free, the budget lets releases by, f[0] is still WOKEN.
+ */
+static void fair_budget_setup(void *p)
+{
+	sem_ctx *c = p;
+	fair_woken_setup(p);
+	MODEL_CHECK(sb_semaphore_try_acquire(&c->sem, 1) == 0); /* passes f[0]: timed */
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0);     /* the check: opens the budget */
+	MODEL_CHECK(sb_semaphore_try_acquire(&c->sem, 1) == 0); /* from the budget */
+	MODEL_CHECK(atomic_load(&c->w[1].wakes) == 0);
+}
+static void fair4_t0(void *p)
+{
+	sem_ctx *c = p;
+	c->r[0] = poll_sem(&c->f[0], &c->w[0]); /* its retry */
+	if (c->r[0] == 0)
+		consume(&c->payload); /* the only free permit was t2's */
+}
+static void fair4_t1(void *p)
+{
+	sem_ctx *c = p;
+	c->r[1] = sb_semaphore_try_acquire(&c->sem, 1); /* a barger, from the budget or locked */
+	if (c->r[1] == 0)
+		consume(&c->payload);
+}
+static void fair4_t2(void *p)
+{
+	sem_ctx *c = p;
+	publish(&c->payload);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, 1) == 0); /* into the budget, or locked */
+}
+/*
+ * Polls every future woken since its last poll until none is; then no
+ * future may wait armed while a permit is free (`total` in circulation,
+ * `*held` completed), nor be woken more than once a poll.  Cancels the
+ * rest.
+ */
+static void fair_drain(sem_ctx *c, int *wakes_seen, bool *done, size_t *held, size_t total)
+{
+	for (bool again = true; again;) {
+		again = false;
+		for (int i = 0; i < 2; i++) {
+			int wakes = (int)atomic_load(&c->w[i].wakes);
+			MODEL_CHECK(wakes <= wakes_seen[i] + 1);
+			if (done[i] || wakes == wakes_seen[i])
+				continue;
+			wakes_seen[i] = wakes;
+			int r = poll_sem(&c->f[i], &c->w[i]);
+			MODEL_CHECK(r == 0 || r == SB_PENDING);
+			if (r == 0) {
+				done[i] = true;
+				(*held)++;
+			}
+			again = true;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (!done[i]) {
+			MODEL_CHECK(*held == total); /* armed: nothing free */
+			sb_semaphore_acquire_cancel(&c->f[i]);
+		}
+}
+static void fair4_check(void *p)
+{
+	sem_ctx *c = p;
+	size_t held = 2 + (c->r[1] == 0); /* the setup's bargers, t1 */
+	int wakes_seen[2] = { 1, 0 }; /* f[0]: its retry saw the setup's wake */
+	bool done[2] = { c->r[0] == 0, false };
+	held += (c->r[0] == 0);
+	MODEL_CHECK(c->r[1] == 0 || c->r[1] == -EAGAIN);
+	fair_drain(c, wakes_seen, done, &held, 3);
+	MODEL_CHECK(sb_semaphore_release(&c->sem, held) == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 3);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
+/* close racing a release and a barger spending the budget: every permit comes back. */
+static void fair5_check(void *p)
+{
+	sem_ctx *c = p;
+	size_t held = 2 + (c->r[1] == 0);
+	MODEL_CHECK(c->r[1] == 0 || c->r[1] == -EAGAIN || c->r[1] == -ESHUTDOWN);
+	for (int i = 0; i < 2; i++) {
+		int r = poll_sem(&c->f[i], &c->w[i]);
+		MODEL_CHECK(r == -ESHUTDOWN || r == 0);
+		held += (r == 0);
+	}
+	MODEL_CHECK(sb_semaphore_release(&c->sem, held) == 0);
+	MODEL_CHECK(sb_semaphore_available(&c->sem) == 3);
+	MODEL_CHECK(atomic_load(&c->w[0].live) + atomic_load(&c->w[1].live) == 0);
+	MODEL_CHECK(sb_semaphore_destroy(&c->sem) == 0);
+}
+
 /* The scenarios of the eventually fair mode alone. */
 #define FAIR_SCENARIOS \
 	{ "semaphore: a woken head's retry racing a barger and a release", 3, sizeof(sem_ctx), \
@@ -567,7 +666,11 @@ static void fair3_check(void *p)
 	{ "semaphore: cancel of a woken head racing a barger and a release", 3, sizeof(sem_ctx), \
 	  fair_woken_setup, { sem2_t0, fair1_t1, sem2_t1 }, fair2_check }, \
 	{ "semaphore: a release that starts a phase racing cancel of the head and a barger", 3, \
-	  sizeof(sem_ctx), fair_phase_setup, { sem2_t0, sem2_t1, fair3_t2 }, fair3_check },
+	  sizeof(sem_ctx), fair_phase_setup, { sem2_t0, sem2_t1, fair3_t2 }, fair3_check }, \
+	{ "semaphore: a woken head's retry racing a barger and a release in the budget", 3, \
+	  sizeof(sem_ctx), fair_budget_setup, { fair4_t0, fair4_t1, fair4_t2 }, fair4_check }, \
+	{ "semaphore: close racing a barger and a release in the budget", 3, sizeof(sem_ctx), \
+	  fair_budget_setup, { sem4_t0, fair4_t1, fair4_t2 }, fair5_check },
 
 /* ---------------------------------------------------------------- scenarios */
 
@@ -707,6 +810,43 @@ static void a_fair_wake_costs_two_read_modify_writes_on_each_side(void **state)
 	assert_int_equal(sb_semaphore_available(&s), 0);
 }
 
+/*
+ * The budget (src/semaphore.c): past a woken head in a timed queue, a
+ * release that is not the bound's check, and a barger that finds a permit
+ * there, are one CAS each, without the queue lock; the check's release takes
+ * the lock (two read-modify-writes), and a release past what the budget
+ * holds (three permits) takes it too.
+ */
+static void past_a_woken_timed_head_a_release_or_a_barge_costs_one_read_modify_write(void **state)
+{
+	(void)state;
+	sb_waker noop = sb_waker_noop();
+	model_now = MODEL_CLOCK_START; /* the bound is far */
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire a[2];
+	for (int i = 0; i < 2; i++) {
+		sb_semaphore_acquire_init(&a[i], &s, 1);
+		assert_int_equal(sb_semaphore_acquire_poll(&a[i], &noop), SB_PENDING);
+	}
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 2);     /* wakes a[0] */
+	assert_int_equal(RMWS(sb_semaphore_try_acquire(&s, 1)), 2); /* passes it: timed */
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 2);     /* the check */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 1);
+		assert_int_equal(RMWS(sb_semaphore_try_acquire(&s, 1)), 1);
+	}
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 1)), 2); /* the budget's releases spent */
+	assert_int_equal(RMWS(sb_semaphore_release(&s, 3)), 2); /* more than it holds */
+	sb_semaphore_acquire late;
+	sb_semaphore_acquire_init(&late, &s, 1);
+	assert_int_equal(RMWS(sb_semaphore_acquire_poll(&late, &noop)), 2); /* 4 free: no budget */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(sb_semaphore_acquire_poll(&a[i], &noop), 0);
+	assert_int_equal(sb_semaphore_release(&s, 7), 0); /* every acquire's */
+	assert_int_equal(sb_semaphore_available(&s), 9);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
 /* An explorer's test on the eventually fair set, then on the strict-FIFO set. */
 #define IN_MODE(name, fn) \
 	{ #name, fn, NULL, NULL, &fair_set }, { "fifo_" #name, fn, NULL, NULL, &fifo_set }
@@ -721,6 +861,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(uncontended_paths_cost_one_read_modify_write_and_take_no_lock),
 		cmocka_unit_test(a_handoff_costs_one_or_two_read_modify_writes_on_each_side),
 		cmocka_unit_test(a_fair_wake_costs_two_read_modify_writes_on_each_side),
+		cmocka_unit_test(past_a_woken_timed_head_a_release_or_a_barge_costs_one_read_modify_write),
 		IN_MODE(every_scenario_holds_under_the_weak_model_with_bounded_stale_reads,
 			weak_model_with_bounded_stale_reads),
 		IN_MODE(every_scenario_holds_over_random_schedules_under_the_weak_model,

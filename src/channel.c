@@ -181,7 +181,8 @@ static int ch_ring_retry(sb_channel *ch, void *item, bool send)
 	/* relaxed: only whether the word moved; the attempt re-reads it. */
 	uint64_t seen = atomic_load_explicit(word, memory_order_relaxed);
 	for (;;) {
-		int r = send ? sb__channel_ring_push(ch, item) : sb__channel_ring_pop(ch, item);
+		int r = send ? sb__channel_ring_push(ch, ch->capacity, item)
+			     : sb__channel_ring_pop(ch, ch->capacity, item);
 		if (r != SB_PENDING)
 			return r;
 		/* relaxed: as above. */
@@ -297,14 +298,14 @@ static void ring_push_stamped(sb_channel *ch, const void *item)
 	uint64_t free_stamp = sb__channel_ring_free(t & ~SB__CHANNEL_RING_FLAGS);
 	ch_ring_await(ch, i, free_stamp); /* a receive copying the slot's last item out */
 	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
-	sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
+	sb__channel_ring_put(ch, stamp, item);
 	/* release: the item to its receiver (pairs with every receive's
 	 * acquire load of the stamp). */
 	atomic_store_explicit(stamp, free_stamp | 1, memory_order_release);
 	uint64_t pos = t & ~SB__CHANNEL_RING_FLAGS;
 	/* relaxed: the holder's own word while frozen. */
 	atomic_store_explicit(tail,
-			      sb__channel_ring_next(pos, ch_capacity(ch)) |
+			      sb__channel_ring_next(pos, ch->capacity) |
 				      (t & SB__CHANNEL_RING_FLAGS),
 			      memory_order_relaxed);
 }
@@ -318,13 +319,13 @@ static void ring_pop_stamped(sb_channel *ch, void *item)
 	uint64_t pos = h & ~SB__CHANNEL_RING_FLAGS;
 	ch_ring_await(ch, i, sb__channel_ring_free(pos) | 1); /* a send copying its item in */
 	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
-	sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
+	sb__channel_ring_take(ch, stamp, item);
 	/* release: the slot to its next send, after the copy out (pairs with
 	 * every send's acquire load of the stamp). */
 	atomic_store_explicit(stamp, sb__channel_ring_freed(pos), memory_order_release);
 	/* relaxed: the holder's own word while frozen. */
 	atomic_store_explicit(head,
-			      sb__channel_ring_next(pos, ch_capacity(ch)) |
+			      sb__channel_ring_next(pos, ch->capacity) |
 				      (h & SB__CHANNEL_RING_FLAGS),
 			      memory_order_relaxed);
 }

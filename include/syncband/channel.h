@@ -291,15 +291,10 @@ static inline sb__channel_word *sb__channel_ring_tail(const sb_channel *ch)
 	return sb__channel_word_at(ch, 64);
 }
 
-/* Slot `slot`'s stamp; its item is `ch->len` bytes further. */
+/* Slot `slot`'s stamp; its item is `ch->len` bytes further (sb__channel_ring_put). */
 static inline sb__channel_word *sb__channel_ring_stamp(const sb_channel *ch, uint32_t slot)
 {
 	return sb__channel_word_at(ch, 128 + SB_CAST(size_t, slot) * ch->head * 8);
-}
-
-static inline void *sb__channel_ring_item(const sb_channel *ch, sb__channel_word *stamp)
-{
-	return SB_CAST(unsigned char *, SB_CAST(void *, stamp)) + ch->len;
 }
 
 /* The stamp of position `pos` (no flags) while its slot is free: twice its
@@ -321,13 +316,73 @@ static inline uint32_t sb__channel_ring_index(uint64_t word)
 	return SB_CAST(uint32_t, word); /* bit 31 is 0, the flags are above */
 }
 
-/* The position after `pos` (no flags) in a ring of `cap` slots. */
-static inline uint64_t sb__channel_ring_next(uint64_t pos, uint32_t cap)
+/*
+ * The position after `pos` (no flags) in a ring whose capacity word is
+ * `capw` (the capacity with SB__CHANNEL_RING_MODE, as ch->capacity holds it):
+ * the index plus 1 plus that bit stays below 2^32, and below `capw` exactly
+ * when the index plus 1 stays below the capacity.
+ */
+static inline uint64_t sb__channel_ring_next(uint64_t pos, uint32_t capw)
 {
-	return sb__channel_ring_index(pos) + 1 < cap
+	return sb__channel_ring_index(pos) + 1 + SB__CHANNEL_RING_MODE < capw
 		       ? pos + SB__CHANNEL_RING_STEP
 		       : ((pos & SB__CHANNEL_RING_LAP_BITS) + SB__CHANNEL_RING_LAP) &
 				 SB__CHANNEL_RING_LAP_BITS;
+}
+
+/*
+ * Copies the item at `item` into the slot at `stamp`.  The common sizes
+ * know where the item sits (SB__CHANNEL_RING_ITEM_AT: 8 for 4 and 8, 16 for
+ * 16) and copy a constant size (the empty asm as in sb__channel_copy hides
+ * where the caller's item comes from); the others read ch->len.
+ */
+static inline void sb__channel_ring_put(const sb_channel *ch, sb__channel_word *stamp,
+					const void *item)
+{
+	unsigned char *slot = SB_CAST(unsigned char *, SB_CAST(void *, stamp));
+	uint32_t item_size = ch->item_size;
+#if defined(__GNUC__) && !defined(SB__CHANNEL_COPY_BY_MEMCPY)
+	__asm__("" : "+r"(item));
+	switch (item_size) {
+	case 8:
+		memcpy(slot + 8, item, 8);
+		return;
+	case 4:
+		memcpy(slot + 8, item, 4);
+		return;
+	case 16:
+		memcpy(slot + 16, item, 16);
+		return;
+	default:
+		break;
+	}
+#endif
+	memcpy(slot + ch->len, item, item_size);
+}
+
+/* The same out of the slot, into `item`. */
+static inline void sb__channel_ring_take(const sb_channel *ch, sb__channel_word *stamp,
+					 void *item)
+{
+	unsigned char *slot = SB_CAST(unsigned char *, SB_CAST(void *, stamp));
+	uint32_t item_size = ch->item_size;
+#if defined(__GNUC__) && !defined(SB__CHANNEL_COPY_BY_MEMCPY)
+	__asm__("" : "+r"(item));
+	switch (item_size) {
+	case 8:
+		memcpy(item, slot + 8, 8);
+		return;
+	case 4:
+		memcpy(item, slot + 8, 4);
+		return;
+	case 16:
+		memcpy(item, slot + 16, 16);
+		return;
+	default:
+		break;
+	}
+#endif
+	memcpy(item, slot + ch->len, item_size);
 }
 
 /* The stamped ring's atomics (C11 and C++); each caller says why its order is enough. */
@@ -380,33 +435,34 @@ static inline bool sb__channel_cas_relaxed(sb__channel_word *w, uint64_t *expect
 /*
  * A stamped ring's send with nobody waiting (the tail's flags clear), one
  * attempt: one CAS on the tail claims the slot its stamp says is free, the
- * item is copied in, and the stamp's release store publishes it.  0 (sent),
- * -EAGAIN (full), or SB_PENDING: the out-of-line path decides (flags set, a
- * lost CAS, or a receive of the slot's last item not done copying it out).
+ * item is copied in, and the stamp's release store publishes it.  `capw` is
+ * ch->capacity.  0 (sent), -EAGAIN (full), or SB_PENDING: the out-of-line
+ * path decides (flags set, a lost CAS, or a receive of the slot's last item
+ * not done copying it out).  A flag in the tail puts a bit at 2^29 or above
+ * into the stamp it expects, which no stamp holds: the stamp's test sends
+ * such a tail to the slow branch, and the CAS expects no flags.
  */
-static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
+static inline int sb__channel_ring_push(sb_channel *ch, uint32_t capw, const void *item)
 {
 	sb__channel_word *tailw = sb__channel_ring_tail(ch);
 	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
 	uint64_t t = sb__channel_load_relaxed(tailw);
-	if (t & SB__CHANNEL_RING_FLAGS)
-		return SB_PENDING;
-	uint32_t i = sb__channel_ring_index(t);
 	uint64_t free_stamp = sb__channel_ring_free(t);
-	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, sb__channel_ring_index(t));
 	/* acquire: the receive that freed the slot copied its item out first
 	 * (pairs with the release store that freed it). */
 	if (sb__channel_load_acquire(stamp) != free_stamp) {
+		if (t & SB__CHANNEL_RING_FLAGS)
+			return SB_PENDING;
 		/* relaxed: a snapshot.  Full: the head a lap behind. */
 		uint64_t h = sb__channel_load_relaxed(sb__channel_ring_head(ch));
 		return (((h + SB__CHANNEL_RING_LAP) ^ t) & ~SB__CHANNEL_RING_FLAGS) == 0 ? -EAGAIN
 											   : SB_PENDING;
 	}
-	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
 	/* relaxed: the stamp said the slot is free; the CAS only claims it. */
-	if (!sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, cap)))
+	if (!sb__channel_cas_relaxed(tailw, &t, sb__channel_ring_next(t, capw)))
 		return SB_PENDING;
-	sb__channel_copy(sb__channel_ring_item(ch, stamp), item, ch->item_size);
+	sb__channel_ring_put(ch, stamp, item);
 	/* release: the item to its receiver (pairs with the acquire load of
 	 * the stamp in every receive). */
 	sb__channel_store_release(stamp, free_stamp | 1);
@@ -414,32 +470,32 @@ static inline int sb__channel_ring_push(sb_channel *ch, const void *item)
 }
 
 /* The same for a receive: 0 (received), -EAGAIN (empty, not closed), or SB_PENDING. */
-static inline int sb__channel_ring_pop(sb_channel *ch, void *item)
+static inline int sb__channel_ring_pop(sb_channel *ch, uint32_t capw, void *item)
 {
 	sb__channel_word *headw = sb__channel_ring_head(ch);
 	/* relaxed: a guess that the CAS confirms; the stamps order the items. */
 	uint64_t h = sb__channel_load_relaxed(headw);
-	if (h & SB__CHANNEL_RING_FLAGS)
-		return SB_PENDING;
-	uint32_t i = sb__channel_ring_index(h);
-	sb__channel_word *stamp = sb__channel_ring_stamp(ch, i);
+	sb__channel_word *stamp = sb__channel_ring_stamp(ch, sb__channel_ring_index(h));
 	/* acquire: the item its send copied in (pairs with the release store
 	 * that published it). */
-	if (sb__channel_load_acquire(stamp) != (sb__channel_ring_free(h) | 1)) {
+	uint64_t s = sb__channel_load_acquire(stamp);
+	if (s != (sb__channel_ring_free(h) | 1)) {
+		if (h & SB__CHANNEL_RING_FLAGS)
+			return SB_PENDING;
 		/* relaxed: a snapshot.  Empty: the tail where the head is;
 		 * closed, or a lock holder at work: the slow path says. */
 		uint64_t t = sb__channel_load_relaxed(sb__channel_ring_tail(ch));
 		return (t & ~(SB__CHANNEL_RING_RECEIVERS | SB__CHANNEL_RING_SENDERS)) == h ? -EAGAIN
 											    : SB_PENDING;
 	}
-	uint32_t cap = ch->capacity & ~SB__CHANNEL_RING_MODE;
 	/* relaxed: the stamp said the item is there; the CAS only claims it. */
-	if (!sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, cap)))
+	if (!sb__channel_cas_relaxed(headw, &h, sb__channel_ring_next(h, capw)))
 		return SB_PENDING;
-	sb__channel_copy(item, sb__channel_ring_item(ch, stamp), ch->item_size);
+	sb__channel_ring_take(ch, stamp, item);
 	/* release: the slot to its next send, after the copy out (pairs with
-	 * the acquire load of the stamp in every send). */
-	sb__channel_store_release(stamp, sb__channel_ring_freed(h));
+	 * the acquire load of the stamp in every send).  Freed: the stamp of
+	 * the item plus 1 (sb__channel_ring_freed). */
+	sb__channel_store_release(stamp, (s + 1) & 0x1fffffff);
 	return 0;
 }
 
@@ -498,8 +554,9 @@ static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
 SB_INLINE int sb_channel_try_send(sb_channel *ch, const void *item)
 {
 	if (item) {
-		int r = ch->capacity & SB__CHANNEL_RING_MODE ? sb__channel_ring_push(ch, item)
-							     : sb__channel_push_idle(ch, item);
+		uint32_t capw = ch->capacity;
+		int r = capw & SB__CHANNEL_RING_MODE ? sb__channel_ring_push(ch, capw, item)
+						     : sb__channel_push_idle(ch, item);
 		if (r != SB_PENDING)
 			return r;
 	}
@@ -531,8 +588,9 @@ SB_API int sb_channel_force_send(sb_channel *ch, const void *item, void *evicted
 SB_INLINE int sb_channel_try_recv(sb_channel *ch, void *item)
 {
 	if (item) {
-		int r = ch->capacity & SB__CHANNEL_RING_MODE ? sb__channel_ring_pop(ch, item)
-							     : sb__channel_pop_idle(ch, item);
+		uint32_t capw = ch->capacity;
+		int r = capw & SB__CHANNEL_RING_MODE ? sb__channel_ring_pop(ch, capw, item)
+						     : sb__channel_pop_idle(ch, item);
 		if (r != SB_PENDING)
 			return r;
 	}

@@ -92,6 +92,7 @@ typedef struct sb_channel {
  *   bit 2     SB_WAITQ_NONEMPTY         receivers wait
  *   bit 3     SB_CHANNEL_STATE_CLOSED   close() was called; final
  *   bit 4     SB_CHANNEL_STATE_SENDERS  senders wait
+ *   bit 5     SB__CHANNEL_STATE_RING    a stamped ring (fixed at init)
  *
  * Both waiting bits are written by the unlocks, so a word with neither
  * them, CLOSED nor the lock's bits says that an operation may run on the
@@ -101,6 +102,9 @@ typedef struct sb_channel {
  */
 #define SB_CHANNEL_STATE_CLOSED (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 #define SB_CHANNEL_STATE_SENDERS (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
+/* A stamped ring's word keeps this bit: the lock's inline paths and first
+ * polls, which test the word anyway, leave such a channel to its own. */
+#define SB__CHANNEL_STATE_RING (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 2))
 
 /*
  * Static initialiser: an open, empty channel over `storage` (capacity *
@@ -137,7 +141,8 @@ typedef struct sb_channel {
  * must be zero (a static array is).  Nothing is checked.
  */
 #define SB_CHANNEL_RING_INIT(storage, item_size, capacity)                    \
-	{ SB_WAITQ_INIT(0), NULL, NULL, (storage), (item_size),                \
+	{ SB_WAITQ_INIT((capacity) == 0 ? 0u : SB__CHANNEL_STATE_RING), NULL, NULL, \
+	  (storage), (item_size),                                              \
 	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, capacity) | SB__CHANNEL_RING_MODE, \
 	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, SB__CHANNEL_RING_STRIDE(item_size) / 8), \
 	  (capacity) == 0 ? 0u : SB_CAST(uint32_t, SB__CHANNEL_RING_ITEM_AT(item_size)) }
@@ -212,7 +217,7 @@ SB_API void sb_channel_unlock_slow(sb_channel *ch);
 /* The word's bits that send an inline path to the out-of-line one. */
 #define SB__CHANNEL_BUSY                                                   \
 	(SB_QLOCK_HELD | SB_QLOCK_PARKED | SB_WAITQ_NONEMPTY |              \
-	 SB_CHANNEL_STATE_CLOSED | SB_CHANNEL_STATE_SENDERS)
+	 SB_CHANNEL_STATE_CLOSED | SB_CHANNEL_STATE_SENDERS | SB__CHANNEL_STATE_RING)
 
 /*
  * Takes the lock when nobody holds it, waits or closed the channel: one
@@ -502,13 +507,11 @@ static inline int sb__channel_ring_pop(sb_channel *ch, uint32_t capw, void *item
 /*
  * The lock's ring alone, nobody waiting: 0 (sent), -EAGAIN (full), or
  * SB_PENDING when the word sends it to the out-of-line path - as a stamped
- * ring always does (the futures' polls try it there: inline, both kinds of
- * ring would make the polls too big to inline).
+ * ring's always does (SB__CHANNEL_STATE_RING; the futures' polls try the
+ * ring there: inline, both kinds would make the polls too big to inline).
  */
 static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 {
-	if (ch->capacity & SB__CHANNEL_RING_MODE)
-		return SB_PENDING;
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;
@@ -528,8 +531,6 @@ static inline int sb__channel_push_idle(sb_channel *ch, const void *item)
 /* The same for a receive: 0 (received), -EAGAIN (empty), or SB_PENDING. */
 static inline int sb__channel_pop_idle(sb_channel *ch, void *item)
 {
-	if (ch->capacity & SB__CHANNEL_RING_MODE)
-		return SB_PENDING;
 	size_t state;
 	if (!sb__channel_lock_idle(ch, &state))
 		return SB_PENDING;

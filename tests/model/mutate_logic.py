@@ -528,14 +528,14 @@ MUTANTS = [
      "senders | 0",
      "the thaw leaves RECEIVERS out of the tail: an inline send passes a waiting receiver"),
     ("ring-04", "channel.c",
-     T + T + "ch_lock(ch);" + N + T + T + "/* release: CLOSED is read without the lock",
+     T + T + "ch_lock(ch, ring);" + N + T + T + "/* release: CLOSED is read without the lock",
      T + T + "sb_waitq_lock(&ch->q, SB_CHANNEL_STATE_CLOSED);" + N + T + T + "ch_ring_freeze(ch);" +
      N + T + T + "/* release: CLOSED is read without the lock",
      "close publishes CLOSED before it freezes the ring"),
     ("ring-05", "channel.c", "if (s == want)" + N + T + T + T + "return;",
      "if (s == want || true)" + N + T + T + T + "return;",
      "a lock holder does not wait out an inline operation's copy"),
-    ("ring-06", "channel.c", "sb_waitq_flush(&ch->q, b);" + N + T + "if (ch_is_ring(ch))" + N + T + T +
+    ("ring-06", "channel.c", "sb_waitq_flush(&ch->q, b);" + N + T + "if (ring)" + N + T + T +
      "ch_ring_freeze(ch);",
      "sb_waitq_flush(&ch->q, b);",
      "a flush's relock does not freeze the ring again"),

@@ -384,15 +384,20 @@ static sb_waiter *ch_claim_walk(sb_waiter **head, sb_waiter **tail, const sb_sel
 	return NULL;
 }
 
-/* ch_claim_walk, with the common cases inline: nobody waits, or the oldest
- * waiter is no select's case and is served without a claim. */
-static inline sb_waiter *ch_claim_front(sb_waiter **head, sb_waiter **tail,
-					const sb_select *self, sb_wake_batch *b)
+/*
+ * ch_claim_walk, with the common cases inline: nobody waits, or the oldest
+ * waiter is no select's case and is served without a claim.  Sets *w to
+ * the waiter (or NULL); false when a loser was sent back (CH_AGAIN), which
+ * only the walk does, so the inline cases test nothing more.
+ */
+static inline bool ch_claim_front(sb_waiter **head, sb_waiter **tail, const sb_select *self,
+				  sb_wake_batch *b, sb_waiter **w)
 {
-	sb_waiter *w = *head;
-	if (w == NULL || sb_waiter_remaining_locked(w) == CH_WAITING)
-		return w;
-	return ch_claim_walk(head, tail, self, b);
+	*w = *head;
+	if (*w == NULL || sb_waiter_remaining_locked(*w) == CH_WAITING)
+		return true;
+	*w = ch_claim_walk(head, tail, self, b);
+	return *w != CH_AGAIN;
 }
 
 static inline sb_channel_send *ch_sender(sb_waiter *w)
@@ -439,8 +444,8 @@ static void ch_refill_from_senders(sb_channel *ch, const sb_select *self, sb_wak
 		ch_make_room(ch, b, ring);
 		if (ch_len(ch, ring) == ch_cap(ch, ring))
 			return;
-		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
-		if (w == CH_AGAIN)
+		sb_waiter *w;
+		if (!ch_claim_front(&ch->send_head, &ch->send_tail, self, b, &w))
 			continue;
 		if (w == NULL)
 			return;
@@ -466,8 +471,8 @@ ch_send_locked_k(sb_channel *ch, const void *items, size_t n, const sb_select *s
 				return sent;
 			continue;
 		}
-		sb_waiter *w = ch_claim_front(&ch->q.head, &ch->q.tail, self, b);
-		if (w == CH_AGAIN)
+		sb_waiter *w;
+		if (!ch_claim_front(&ch->q.head, &ch->q.tail, self, b, &w))
 			continue;
 		if (w == NULL)
 			break;
@@ -545,8 +550,8 @@ ch_recv_locked_k(sb_channel *ch, void *items, size_t n, const sb_select *self, s
 		ch_make_room(ch, b, ring);
 		if (ch_len(ch, ring) > 0)
 			continue; /* the flush let a sender in */
-		sb_waiter *w = ch_claim_front(&ch->send_head, &ch->send_tail, self, b);
-		if (w == CH_AGAIN)
+		sb_waiter *w;
+		if (!ch_claim_front(&ch->send_head, &ch->send_tail, self, b, &w))
 			continue;
 		if (w == NULL)
 			break;

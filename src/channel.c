@@ -948,8 +948,9 @@ static int ch_ring_send_first_poll(void *future, const sb_waker *w)
 	return ch_send_first_poll_k(future, w, true);
 }
 
-/* The lock's first poll met a stamped ring: the ring's, after a try without the lock. */
-static __attribute__((noinline)) int ch_ring_send_first_poll_retrying(void *future,
+/* The lock's first poll met a stamped ring: the ring's, after a try without the lock
+ * (flatten: the ring's first poll inline here, as the lock's is in its slow poll). */
+static __attribute__((noinline, flatten)) int ch_ring_send_first_poll_retrying(void *future,
 								      const sb_waker *w)
 {
 	sb_channel_send *f = future;
@@ -1095,7 +1096,7 @@ static int ch_ring_recv_first_poll(void *future, const sb_waker *w)
 }
 
 /* As the send's (only a receive of one item tries without the lock). */
-static __attribute__((noinline)) int ch_ring_recv_first_poll_retrying(void *future,
+static __attribute__((noinline, flatten)) int ch_ring_recv_first_poll_retrying(void *future,
 								      const sb_waker *w)
 {
 	sb_channel_recv *f = future;

@@ -866,7 +866,8 @@ static int ch_cancel_unqueued(int *status, const sb_channel *ch)
  * full (a send) or empty (a receive): the future will most likely wait, and
  * cloning first saves a second round of the lock (a select's case that is
  * not ready pays it in every round).  A guess: a clone it turns out not to
- * need is dropped after the unlock.
+ * need is dropped after the unlock.  `kind`: the lock's copy's test of a
+ * stamped ring's bit (ch_other_kind), folded into this one.
  */
 static inline bool ch_wait_likely(size_t state, size_t other, size_t kind)
 {

@@ -537,10 +537,12 @@ MUTANTS = [
      "a lock holder does not wait out an inline operation's copy"),
     ("ring-06", "channel.c", "sb_waitq_flush(&ch->q, b);" + N + T + "if (ring)" + N + T + T +
      "ch_ring_freeze(ch);",
-     "sb_waitq_flush(&ch->q, b);",
+     "sb_waitq_flush(&ch->q, b);" + N + T + "(void)ring;",
      "a flush's relock does not freeze the ring again"),
     ("ring-07", "channel.c", "return ch_capacity(ch) - hi + ti;", "return ti - hi;",
      "the ring's length ignores a lap between head and tail"),
+    ("ring-08", "channel.c", "return ring ? 0 : SB__CHANNEL_STATE_RING;", "return ring ? 0 : 0;",
+     "the lock's first poll and probe keep a stamped ring instead of handing it over"),
 ]
 
 # Survivors shown equivalent: id -> the reason, one line.

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // bench/channel.cc - the channel rows of bench/README.md (sb_channel, items
-// of 8 bytes: a uint64_t).
+// of 8 bytes: a uint64_t).  try-send-try-recv and the thread and task rows
+// use stamped rings (sb_channel_init_ring, storage 64-byte aligned); the
+// ping-pong rows, where every round waits, keep sb_channel_init's channel
+// (a ring's wait costs two more RMWs: docs/measurements.md).
 //
 //   channel/try-send-try-recv          single thread: try_send one item into
 //                                      a capacity-16 channel, try_recv it
@@ -34,6 +37,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -57,13 +61,13 @@ using sbb::noop;
 struct TrySendTryRecv {
 	struct Storage {
 		sb_channel ch;
-		uint64_t slots[16];
+		alignas(64) unsigned char ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), 16)];
 	};
 	sb_channel *ch;
 	uint64_t next = 0;
 	TrySendTryRecv(const sbb::Params &, Storage &st) : ch(&st.ch)
 	{
-		expect(sb_channel_init(ch, st.slots, sizeof(uint64_t), 16), 0, "init");
+		expect(sb_channel_init_ring(ch, st.ring, sizeof(uint64_t), 16), 0, "init");
 	}
 	void round()
 	{
@@ -239,18 +243,28 @@ struct Shape {
 	unsigned producers, consumers, capacity;
 };
 
-// One channel of `capacity` items, alone on its cache lines, with its slots
-// in an allocation of their own.
+// One channel of `capacity` items, alone on its cache lines, with its ring
+// in an allocation of its own (64-byte aligned: head and tail on lines of
+// their own).
 struct Chan {
+	struct Free {
+		void operator()(unsigned char *p) const { std::free(p); }
+	};
 	sbb::CachePadded<sb_channel> padded;
-	std::unique_ptr<uint64_t[]> slots;
+	std::unique_ptr<unsigned char, Free> ring;
 	std::atomic<unsigned> producers_left;
-	explicit Chan(const Shape &s) : slots(new uint64_t[s.capacity ? s.capacity : 1]())
+	explicit Chan(const Shape &s)
+		: ring(static_cast<unsigned char *>(std::aligned_alloc(64, ring_bytes(s.capacity))))
 	{
+		expect(ring != nullptr, true, "ring storage");
 		producers_left.store(s.producers, std::memory_order_relaxed);
-		expect(sb_channel_init(&padded.value, s.capacity ? slots.get() : nullptr, sizeof(uint64_t),
-				       s.capacity),
+		expect(sb_channel_init_ring(&padded.value, s.capacity ? ring.get() : nullptr,
+					    sizeof(uint64_t), s.capacity),
 		       0, "init");
+	}
+	static size_t ring_bytes(unsigned capacity)
+	{
+		return (SB_CHANNEL_RING_STORAGE_SIZE(sizeof(uint64_t), capacity) + 64) / 64 * 64;
 	}
 	sb_channel *ch() { return &padded.value; }
 	// The last producer closes: end of stream.

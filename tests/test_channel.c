@@ -23,6 +23,29 @@
 /* What a receive buffer holds before anything is received into it. */
 #define UNTOUCHED (-1)
 
+#ifdef TEST_CHANNEL_RING
+/*
+ * test_channel_ring: every test again over stamped rings.  Each
+ * sb_channel_init that succeeds with a capacity is redone as
+ * sb_channel_init_ring over storage of its own, taken in turn from a pool
+ * (the caller's slots, sized for the items alone, stay unused), so the
+ * errors are init's and the rest runs on the ring.
+ */
+enum { RING_POOL = 16, RING_POOL_BYTES = 4096 };
+static _Alignas(64) unsigned char ring_pool[RING_POOL][RING_POOL_BYTES];
+
+static int init_as_ring(sb_channel *ch, void *storage, size_t item_size, size_t capacity)
+{
+	static unsigned next;
+	int r = sb_channel_init(ch, storage, item_size, capacity);
+	if (r != 0 || capacity == 0)
+		return r;
+	assert_true(SB_CHANNEL_RING_STORAGE_SIZE(item_size, capacity) <= RING_POOL_BYTES);
+	return sb_channel_init_ring(ch, ring_pool[next++ % RING_POOL], item_size, capacity);
+}
+#define sb_channel_init init_as_ring
+#endif
+
 /* Polls with a counting waker, so the waker contract is checked too. */
 static int send_poll(sb_channel_send *f, counting_waker *c)
 {
@@ -131,6 +154,98 @@ static void the_static_initialiser_gives_an_open_empty_channel(void **state)
 	assert_int_equal(sb_channel_try_send(&rv, &v), -EAGAIN);
 	assert_empty_and_open(&rv);
 	assert_int_equal(sb_channel_destroy(&rv), 0);
+}
+
+static void the_ring_static_initialiser_gives_an_open_empty_channel(void **state)
+{
+	(void)state;
+	static _Alignas(64) unsigned char storage[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(int), 3)];
+	static sb_channel ch = SB_CHANNEL_RING_INIT(storage, sizeof(int), 3);
+	assert_false(sb_channel_is_closed(&ch));
+	assert_int_equal(sb_channel_capacity(&ch), 3);
+	assert_empty_and_open(&ch);
+	for (int lap = 0; lap < 5; lap++) { /* the stamps wrap around the slots */
+		for (int i = 0; i < 3; i++)
+			send_int(&ch, 10 * lap + i);
+		int v = 7;
+		assert_int_equal(sb_channel_try_send(&ch, &v), -EAGAIN);
+		assert_int_equal(sb_channel_len(&ch), 3);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(recv_int(&ch), 10 * lap + i);
+		assert_empty_and_open(&ch);
+	}
+	send_int(&ch, 1);
+	send_int(&ch, 2);
+	sb_channel_close(&ch);
+	assert_true(sb_channel_is_closed(&ch));
+	assert_int_equal(recv_int(&ch), 1);
+	assert_int_equal(recv_int(&ch), 2);
+	int v;
+	assert_int_equal(sb_channel_try_recv(&ch, &v), -EPIPE);
+	assert_int_equal(sb_channel_try_send(&ch, &v), -EPIPE);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+
+	static sb_channel rv = SB_CHANNEL_RING_INIT(NULL, sizeof(int), 0);
+	assert_int_equal(sb_channel_capacity(&rv), 0);
+	assert_int_equal(sb_channel_try_send(&rv, &v), -EAGAIN);
+	assert_empty_and_open(&rv);
+	assert_int_equal(sb_channel_destroy(&rv), 0);
+}
+
+/*
+ * The ring's positions wrap at 2^64 (after 2^29 laps): a ring set up a few
+ * items before the wrap (its words and stamps written as the ring would
+ * have left them) keeps its order and its count across it.
+ */
+static void a_ring_keeps_its_order_across_the_wrap_of_its_positions(void **state)
+{
+	(void)state;
+	enum { CAP = 3 };
+	static _Alignas(64) unsigned char storage[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(int), CAP)];
+	sb_channel ch;
+	assert_int_equal(sb_channel_init_ring(&ch, storage, sizeof(int), CAP), 0);
+	uint64_t last_lap = SB__CHANNEL_RING_LAP_BITS; /* every lap bit set */
+	uint64_t pos = last_lap + 1 * SB__CHANNEL_RING_STEP; /* slot 1 of the last lap */
+	atomic_store(sb__channel_ring_head(&ch), pos);
+	atomic_store(sb__channel_ring_tail(&ch), pos);
+	atomic_store(sb__channel_ring_stamp(&ch, 0), sb__channel_ring_free(0)); /* next lap: 0 */
+	atomic_store(sb__channel_ring_stamp(&ch, 1), sb__channel_ring_free(last_lap));
+	atomic_store(sb__channel_ring_stamp(&ch, 2), sb__channel_ring_free(last_lap));
+	int next_in = 0, next_out = 0;
+	for (int round = 0; round < 4; round++) {
+		while (sb_channel_len(&ch) < CAP)
+			send_int(&ch, next_in++);
+		assert_int_equal(sb_channel_try_send(&ch, &next_in), -EAGAIN);
+		for (int k = 0; k <= round % CAP; k++)
+			assert_int_equal(recv_int(&ch), next_out++);
+	}
+	while (next_out < next_in)
+		assert_int_equal(recv_int(&ch), next_out++);
+	assert_empty_and_open(&ch);
+	assert_true(atomic_load(sb__channel_ring_head(&ch)) < last_lap); /* it wrapped */
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+}
+
+static void init_ring_checks_as_init_and_wants_words_aligned(void **state)
+{
+	(void)state;
+	static _Alignas(64) unsigned char storage[SB_CHANNEL_RING_STORAGE_SIZE(4, 2) + 16];
+	sb_channel ch;
+	memset(storage, 0xff, sizeof storage); /* init clears what it needs */
+	assert_int_equal(sb_channel_init_ring(&ch, storage, 0, 2), -EINVAL);
+	assert_int_equal(sb_channel_init_ring(&ch, NULL, 4, 2), -EINVAL);
+	assert_int_equal(sb_channel_init_ring(&ch, storage + 4, 4, 2), -EINVAL);
+	assert_int_equal(sb_channel_init_ring(&ch, storage + 8, 16, 2), -EINVAL);
+	assert_int_equal(sb_channel_init_ring(&ch, storage, 4, (size_t)SB_CHANNEL_MAX_CAPACITY + 1),
+			 -EINVAL);
+	assert_int_equal(sb_channel_init_ring(&ch, NULL, 4, 0), 0);
+	assert_int_equal(sb_channel_capacity(&ch), 0);
+	assert_int_equal(sb_channel_init_ring(&ch, storage + 8, 4, 2), 0);
+	assert_int_equal(sb_channel_capacity(&ch), 2);
+	assert_empty_and_open(&ch);
+	send_int(&ch, 4);
+	assert_int_equal(recv_int(&ch), 4);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
 }
 
 static void init_accepts_null_storage_for_a_rendezvous_channel(void **state)
@@ -2058,6 +2173,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_fit_the_contract),
 		cmocka_unit_test(the_static_initialiser_gives_an_open_empty_channel),
+		cmocka_unit_test(the_ring_static_initialiser_gives_an_open_empty_channel),
+		cmocka_unit_test(init_ring_checks_as_init_and_wants_words_aligned),
+		cmocka_unit_test(a_ring_keeps_its_order_across_the_wrap_of_its_positions),
 		cmocka_unit_test(init_accepts_null_storage_for_a_rendezvous_channel),
 		cmocka_unit_test(init_refuses_bad_arguments_and_leaves_the_channel_unchanged),
 		cmocka_unit_test(init_reports_a_storage_size_that_overflows_size_t),

@@ -29,10 +29,15 @@ static int sel_poll(sb_select *s, counting_waker *c)
 	return sb_select_poll(s, &w);
 }
 
-/* Two channels of capacity 1 and a receive case on each. */
+/* Two channels of capacity 1 and a receive case on each (test_select_ring:
+ * stamped rings, whose slow polls the lock's hand a select's probe over to). */
 typedef struct two_channels {
 	sb_channel ch[2];
+#ifdef TEST_SELECT_RING
+	_Alignas(64) unsigned char slots[2][SB_CHANNEL_RING_STORAGE_SIZE(sizeof(int), 1)];
+#else
 	int slots[2][1];
+#endif
 	sb_channel_recv recv[2];
 	int got[2];
 	sb_select_case cases[2];
@@ -44,8 +49,13 @@ static void two_channels_init(two_channels *t, size_t capacity, unsigned flags)
 {
 	counting_waker_init(&t->w);
 	for (int i = 0; i < 2; i++) {
+#ifdef TEST_SELECT_RING
+		assert_int_equal(sb_channel_init_ring(&t->ch[i], capacity ? t->slots[i] : NULL,
+						      sizeof(int), capacity), 0);
+#else
 		assert_int_equal(sb_channel_init(&t->ch[i], capacity ? t->slots[i] : NULL,
 						 sizeof(int), capacity), 0);
+#endif
 		t->got[i] = UNTOUCHED;
 		sb_channel_recv_init(&t->recv[i], &t->ch[i], &t->got[i]);
 		t->cases[i] = (sb_select_case)SB_SELECT_CASE(&t->recv[i], &sb_channel_recv_ops);

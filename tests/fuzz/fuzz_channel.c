@@ -64,7 +64,8 @@
  * Argument errors (-EINVAL) are expected before -EPIPE: they are the
  * caller's mistakes whatever the channel's state.
  *
- * Input: two header bytes (init kind, storage, item size; capacity), then a
+ * Input: two header bytes (init kind, storage, item size, bit 4: a stamped
+ * ring; capacity), then a
  * sequence of operations, one opcode byte (see `ops` below) and its
  * argument bytes each.  tests/fuzz/make_seeds.py writes the seed corpus.
  */
@@ -817,9 +818,17 @@ static void new_channel(uint8_t b0, size_t cap)
 	M.rlen = 0;
 	M.sq.len = M.rq.len = 0;
 	bool null_storage = cap == 0 && (b0 & 2);
-	storage = null_storage ? NULL : fz_xmalloc(cap * M.isz);
+	bool ring = b0 & 0x10;
+	size_t bytes = ring ? SB_CHANNEL_RING_STORAGE_SIZE(M.isz, cap) : cap * M.isz;
+	storage = null_storage ? NULL : fz_xmalloc(bytes);
+	if (storage && ring && (b0 & 1))
+		memset(storage, 0, bytes); /* the ring's static initialiser wants it zeroed */
 	ch = fz_xmalloc(sizeof *ch);
-	if (b0 & 1)
+	if (ring && (b0 & 1))
+		*ch = (sb_channel)SB_CHANNEL_RING_INIT(storage, (uint32_t)M.isz, (uint32_t)cap);
+	else if (ring)
+		FZ_EXPECT_RES("sb_channel_init_ring", 0, sb_channel_init_ring(ch, storage, M.isz, cap));
+	else if (b0 & 1)
 		*ch = (sb_channel)SB_CHANNEL_INIT(storage, (uint32_t)M.isz, (uint32_t)cap);
 	else
 		FZ_EXPECT_RES("sb_channel_init", 0, sb_channel_init(ch, storage, M.isz, cap));
@@ -830,7 +839,8 @@ static const char *channel_name(uint8_t b0, size_t cap)
 {
 	static char b[96];
 	snprintf(b, sizeof b, "%s(%s, item_size %zu, capacity %zu)",
-		 (b0 & 1) ? "SB_CHANNEL_INIT" : "sb_channel_init",
+		 (b0 & 0x10) ? ((b0 & 1) ? "SB_CHANNEL_RING_INIT" : "sb_channel_init_ring")
+			     : ((b0 & 1) ? "SB_CHANNEL_INIT" : "sb_channel_init"),
 		 cap == 0 && (b0 & 2) ? "NULL" : "storage", item_sizes[(b0 >> 2) & 3], cap);
 	return b;
 }

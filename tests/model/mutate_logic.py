@@ -69,6 +69,8 @@ LAYERS = {
     "once.c": (["test_once"], [("test_model_once", None)], "once"),
     "latch.c": (["test_latch"], [("test_model_latch", None)], "latch"),
     "barrier.c": (["test_barrier"], [("test_model_barrier", None)], "barrier"),
+    "channel.c": (["test_channel", "test_channel_ring"], [("test_model_channel", None)],
+                  "channel"),
     "broadcast.c": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
     "broadcast.h": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
 }
@@ -534,6 +536,33 @@ MUTANTS = [
      "a withdrawn arrival's waker clone is never dropped"),
     ("barrier-10", "barrier.c", "f->leader = true;" + N + T + T + "return 0;",
      "return 0;", "the single party of a one-party barrier is not told it leads"),
+    # ---- src/channel.c: the stamped ring's freeze, thaw, close and await ----
+    ("ring-01", "channel.c",
+     "atomic_fetch_or_explicit(sb__channel_ring_head(ch), SB__CHANNEL_RING_FROZEN,",
+     "atomic_fetch_or_explicit(sb__channel_ring_head(ch), 0,",
+     "a lock holder does not freeze the head: inline receives race its pops"),
+    ("ring-02", "channel.c", "(h & ~SB__CHANNEL_RING_FLAGS) | senders,",
+     "(h & ~SB__CHANNEL_RING_FLAGS) | 0,",
+     "the thaw leaves SENDERS out of the head: an inline receive skips the refill"),
+    ("ring-03", "channel.c", "senders | (ch->q.head ? SB__CHANNEL_RING_RECEIVERS : 0)",
+     "senders | 0",
+     "the thaw leaves RECEIVERS out of the tail: an inline send passes a waiting receiver"),
+    ("ring-04", "channel.c",
+     T + T + "ch_lock(ch, ring);" + N + T + T + "/* release: CLOSED is read without the lock",
+     T + T + "sb_waitq_lock(&ch->q, SB_CHANNEL_STATE_CLOSED);" + N + T + T + "ch_ring_freeze(ch);" +
+     N + T + T + "/* release: CLOSED is read without the lock",
+     "close publishes CLOSED before it freezes the ring"),
+    ("ring-05", "channel.c", "if (s == want)" + N + T + T + T + "return;",
+     "if (s == want || true)" + N + T + T + T + "return;",
+     "a lock holder does not wait out an inline operation's copy"),
+    ("ring-06", "channel.c", "sb_waitq_flush(&ch->q, b);" + N + T + "if (ring)" + N + T + T +
+     "ch_ring_freeze(ch);",
+     "sb_waitq_flush(&ch->q, b);" + N + T + "(void)ring;",
+     "a flush's relock does not freeze the ring again"),
+    ("ring-07", "channel.c", "return ch_capacity(ch) - hi + ti;", "return ti - hi;",
+     "the ring's length ignores a lap between head and tail"),
+    ("ring-08", "channel.c", "return ring ? 0 : SB__CHANNEL_STATE_RING;", "return ring ? 0 : 0;",
+     "the lock's first poll and probe keep a stamped ring instead of handing it over"),
 ]
 
 # Survivors shown equivalent: id -> the reason, one line.

@@ -66,6 +66,7 @@ enum { UNSENT = 0, SENT, KEPT };
 typedef struct chan_mem {
 	int item[NITEMS];         /* the senders' items */
 	int slots[2];             /* the ring */
+	_Alignas(64) unsigned char ring[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(int), 2)]; /* a stamped one */
 	int buf[NFUT][MANY];      /* receive futures' memory */
 	int tbuf[NSEQ][MANY];     /* try_recv's and force_send's memory, per thread */
 } chan_mem;
@@ -85,6 +86,7 @@ typedef struct chan_ctx {
 	int started;              /* witness: a cancel has begun */
 	int witness;              /* witness: a receive returned before it */
 	bool closed;              /* a thread closes the channel */
+	int payload;              /* written before a close, read once it is seen closed */
 } chan_ctx;
 
 /* ------------------------------------------------------- watched memory */
@@ -210,12 +212,19 @@ static void took_all(chan_ctx *c, int t, sb_channel_recv *f, const int *buf)
 
 /* ---------------------------------------------------------------- setup */
 
+/* Every scenario runs over both kinds of channel: the lock's ring, and the stamped ring. */
+static bool ring_mode;
+
 static void setup_channel(chan_ctx *c, size_t capacity)
 {
 	watched = &c->mem;
 	c->capacity = capacity;
-	MODEL_CHECK(sb_channel_init(&c->ch, capacity ? c->mem.slots : NULL, sizeof(int),
-				    capacity) == 0);
+	if (ring_mode)
+		MODEL_CHECK(sb_channel_init_ring(&c->ch, capacity ? c->mem.ring : NULL, sizeof(int),
+						 capacity) == 0);
+	else
+		MODEL_CHECK(sb_channel_init(&c->ch, capacity ? c->mem.slots : NULL, sizeof(int),
+					    capacity) == 0);
 	for (int i = 0; i < NWAKERS; i++)
 		counting_waker_init(&c->w[i]);
 }
@@ -725,6 +734,316 @@ static void srp_check(void *p)
 	check_ledger(c);
 }
 
+/* ------------------------------------------- the stamped ring's own races */
+
+/*
+ * A try_send whose inline CAS races a receive future that finds the ring
+ * empty and queues (the lost wake): the receiver sets RECEIVERS in the tail
+ * under the lock, so either the send's CAS came first and the receiver's
+ * look finds the claimed item, or the CAS fails and the send takes the lock
+ * and hands the item over.  The receive always gets item 0.
+ */
+static void lw_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+}
+static void lw_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 0);
+	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[0]) == 0);
+	settle(c, 0, 0);
+}
+static void lw_t1(void *p)
+{
+	chan_ctx *c = p;
+	sb_channel_recv_init(&c->r[0], &c->ch, c->mem.buf[0]);
+	MODEL_CHECK(drive_recv(&c->r[0], &c->w[0]) == 0);
+	took_all(c, 0, &c->r[0], c->mem.buf[0]);
+}
+static void lw_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/*
+ * A try_recv whose inline CAS races a send future that finds the ring full
+ * and queues: the sender sets SENDERS in the head under the lock, so either
+ * the receive's CAS came first and the sender finds room, or the CAS fails
+ * and the receive takes the lock and moves the sender's item in.  The send
+ * always completes.
+ */
+static void lr_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+}
+static void lr_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 1);
+	sb_channel_send_init(&c->s[0], &c->ch, &c->mem.item[1]);
+	MODEL_CHECK(drive_send(&c->s[0], &c->w[0]) == 0);
+	settle(c, 1, 0);
+}
+static void lr_t1(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]) == 0);
+	took(c, 1, &c->mem.tbuf[1][0]);
+	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][1]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	if (r == 0)
+		took(c, 1, &c->mem.tbuf[1][1]);
+}
+static void lr_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 1);
+	check_ledger(c);
+}
+
+/*
+ * Nobody barges past a waiting sender: the ring holds item 0 and sender A's
+ * item 1 waits; t0 receives twice, t1 try_sends sender B's item 4.  Item 4
+ * may go only once item 1 is in the ring, so every record has item 1 first.
+ */
+static void nb_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+	setup_waiting_send(c, 0, 1, 0);
+}
+static void nb_t0(void *p)
+{
+	chan_ctx *c = p;
+	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][0]) == 0);
+	took(c, 0, &c->mem.tbuf[0][0]);
+	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][1]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	if (r == 0)
+		took(c, 0, &c->mem.tbuf[0][1]);
+}
+static void nb_t1(void *p)
+{
+	chan_ctx *c = p;
+	put(c, PER_SENDER);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	settle(c, PER_SENDER, r);
+}
+static void nb_check(void *p)
+{
+	chan_ctx *c = p;
+	/* moved into the ring by t0's first receive */
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[0]) == 0);
+	settle(c, 1, 0);
+	settle_all(c, 0);
+	int at1 = -1, at4 = -1;
+	for (int k = 0; k < c->nseq[0]; k++) {
+		if (c->seq[0][k] == 1)
+			at1 = k;
+		if (c->seq[0][k] == PER_SENDER)
+			at4 = k;
+	}
+	MODEL_CHECK(at1 >= 0);
+	if (at4 >= 0)
+		MODEL_CHECK(at1 < at4);
+	check_ledger(c);
+}
+
+/*
+ * try_sends racing close (capacity 2): once a send fails with -EPIPE, or
+ * the sender saw the channel closed, no later send is accepted, and what
+ * the closer wrote before close() is visible; what was accepted is
+ * received (check's drain).
+ */
+static void cl_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 2);
+	c->closed = true;
+}
+static void cl_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 0);
+	int r0 = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	MODEL_CHECK(r0 == 0 || r0 == -EPIPE);
+	settle(c, 0, r0);
+	bool saw = sb_channel_is_closed(&c->ch);
+	if (saw) { /* the closer's writes before close() are visible */
+		MODEL_PLAIN_READ(&c->payload);
+		MODEL_CHECK(c->payload == 1);
+	}
+	put(c, 1);
+	int r1 = sb_channel_try_send(&c->ch, &c->mem.item[1]);
+	MODEL_CHECK(r1 == 0 || r1 == -EPIPE);
+	settle(c, 1, r1);
+	if (r0 == -EPIPE || saw)
+		MODEL_CHECK(r1 == -EPIPE);
+}
+static void cl_t1(void *p)
+{
+	chan_ctx *c = p;
+	c->payload = 1;
+	MODEL_PLAIN_WRITE(&c->payload);
+	sb_channel_close(&c->ch);
+	put(c, PER_SENDER);
+	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]) == -EPIPE);
+	settle(c, PER_SENDER, -EPIPE);
+}
+static void cl_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/*
+ * force_send racing an inline try_recv (capacity 1, item 0 in the ring):
+ * whoever takes item 0 - the receive, or the eviction - takes it once, and
+ * item 1 is in the ring or received.
+ */
+static void fr_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_in_ring(c, 0);
+}
+static void fr_t0(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 1);
+	int r = sb_channel_force_send(&c->ch, &c->mem.item[1], c->mem.tbuf[0]);
+	MODEL_CHECK(r == 0 || r == 1);
+	settle(c, 1, 0);
+	if (r == 1)
+		took(c, 0, c->mem.tbuf[0]);
+}
+static void fr_t1(void *p)
+{
+	chan_ctx *c = p;
+	for (int k = 0; k < 2; k++) {
+		int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][k]);
+		MODEL_CHECK(r == 0 || r == -EAGAIN);
+		if (r == 0)
+			took(c, 1, &c->mem.tbuf[1][k]);
+	}
+}
+static void fr_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 2);
+	check_ledger(c);
+}
+
+/*
+ * try_send_many (the lock's path) racing an inline try_send (capacity 2),
+ * then a try_recv: each sender's items stay in order and are conserved.
+ */
+static void bs_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 2);
+}
+static void bs_t0(void *p)
+{
+	chan_ctx *c = p;
+	for (int i = 0; i < MANY; i++)
+		put(c, i);
+	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
+	MODEL_CHECK(n >= 1 && n <= 2);
+	for (int i = 0; i < MANY; i++)
+		settle(c, i, i < n ? 0 : -EAGAIN);
+}
+static void bs_t1(void *p)
+{
+	chan_ctx *c = p;
+	put(c, PER_SENDER);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	settle(c, PER_SENDER, r);
+	r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]);
+	MODEL_CHECK(r == 0);
+	took(c, 1, &c->mem.tbuf[1][0]);
+}
+static void bs_check(void *p)
+{
+	chan_ctx *c = p;
+	settle_all(c, 0);
+	check_ledger(c);
+}
+
+/*
+ * A batch send that fills its wake batch (2 in this build) and flushes it,
+ * then pushes into the ring: two receive futures wait (capacity 1); t0's
+ * try_send_many of items 0-2 hands two over, flushes (the lock dropped and
+ * taken again) and puts the third in the ring, while t1 takes the lock in
+ * between (len, which thaws the ring) and try_sends sender B's item 4
+ * inline.  The relock must freeze the ring again, or the batch's push and
+ * the inline send claim one slot.
+ */
+static void fl_setup(void *p)
+{
+	chan_ctx *c = p;
+	setup_channel(c, 1);
+	setup_waiting_recv(c, 0, 0);
+	setup_waiting_recv(c, 1, 1);
+}
+static void fl_t0(void *p)
+{
+	chan_ctx *c = p;
+	for (int i = 0; i < MANY; i++)
+		put(c, i);
+	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
+	MODEL_CHECK(n >= 1 && n <= MANY);
+	for (int i = 0; i < MANY; i++)
+		settle(c, i, i < n ? 0 : -EAGAIN);
+}
+static void fl_t1(void *p)
+{
+	chan_ctx *c = p;
+	(void)sb_channel_len(&c->ch);
+	put(c, PER_SENDER);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	settle(c, PER_SENDER, r);
+}
+static void fl_check(void *p)
+{
+	chan_ctx *c = p;
+	for (int f = 0; f < 2; f++) /* both were handed an item: woken, done */
+		if (poll_recv(&c->r[f], &c->w[f]) == 0)
+			took_all(c, f, &c->r[f], c->mem.buf[f]);
+	settle_all(c, 2);
+	check_ledger(c);
+}
+
+/* The stamped ring's own scenarios (explored in ring mode only). */
+static const sb_model_scenario ring_pairs[] = {
+	{ "channel ring: an inline send racing a receiver that queues (capacity 1)", 2,
+	  sizeof(chan_ctx), lw_setup, { lw_t0, lw_t1 }, lw_check },
+	{ "channel ring: an inline receive racing a sender that queues (capacity 1)", 2,
+	  sizeof(chan_ctx), lr_setup, { lr_t0, lr_t1 }, lr_check },
+	{ "channel ring: an inline send racing a receive that moves a waiting sender in", 2,
+	  sizeof(chan_ctx), nb_setup, { nb_t0, nb_t1 }, nb_check },
+	{ "channel ring: inline sends racing close (capacity 2)", 2,
+	  sizeof(chan_ctx), cl_setup, { cl_t0, cl_t1 }, cl_check },
+	{ "channel ring: force_send racing inline receives (capacity 1)", 2,
+	  sizeof(chan_ctx), fr_setup, { fr_t0, fr_t1 }, fr_check },
+	{ "channel ring: try_send_many racing an inline send (capacity 2)", 2,
+	  sizeof(chan_ctx), bs_setup, { bs_t0, bs_t1 }, bs_check },
+	{ "channel ring: a batch send's flush and push racing len and an inline send", 2,
+	  sizeof(chan_ctx), fl_setup, { fl_t0, fl_t1 }, fl_check },
+};
+
 /* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 1)", 2,
@@ -768,6 +1087,9 @@ static int bound_from_env(const char *name, int fallback)
 static void explore_all(int preemptions, int stale_reads)
 {
 	bool ok = sb_model_explore_all(pairs, COUNT(pairs), preemptions, stale_reads, LIMIT);
+	if (ring_mode)
+		ok &= sb_model_explore_all(ring_pairs, COUNT(ring_pairs), preemptions, stale_reads,
+					   LIMIT);
 	int trio_preemptions = bound_from_env("SB_MODEL_TRIO_PREEMPTIONS", preemptions - 1);
 	int trio_stale = stale_reads < 0 ? -1
 					 : bound_from_env("SB_MODEL_TRIO_STALE_READS", stale_reads - 1);
@@ -778,6 +1100,9 @@ static void explore_all(int preemptions, int stale_reads)
 static void random_all(int stale_reads)
 {
 	bool ok = sb_model_random_all(pairs, COUNT(pairs), SEED, RANDOM_RUNS, stale_reads);
+	if (ring_mode)
+		ok &= sb_model_random_all(ring_pairs, COUNT(ring_pairs), SEED, RANDOM_RUNS,
+					  stale_reads);
 	ok &= sb_model_random_all(trios, COUNT(trios), SEED, RANDOM_RUNS, stale_reads);
 	assert_true(ok);
 }
@@ -806,6 +1131,45 @@ static void every_channel_scenario_holds_over_random_schedules_under_the_weak_mo
 	random_all(WEAK_RANDOM_STALE_READS);
 }
 
+/* The same over stamped rings (sb_channel_init_ring), with the ring's own scenarios. */
+static int ring_on(void **state)
+{
+	(void)state;
+	ring_mode = true;
+	return 0;
+}
+
+static int ring_off(void **state)
+{
+	(void)state;
+	ring_mode = false;
+	return 0;
+}
+
+static void every_ring_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+{
+	(void)state;
+	explore_all(PREEMPTIONS, -1);
+}
+
+static void every_ring_scenario_holds_over_random_schedules(void **state)
+{
+	(void)state;
+	random_all(-1);
+}
+
+static void every_ring_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+{
+	(void)state;
+	explore_all(WEAK_PREEMPTIONS, STALE_READS);
+}
+
+static void every_ring_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+{
+	(void)state;
+	random_all(WEAK_RANDOM_STALE_READS);
+}
+
 /* test_model_channel [RUN-PATTERN]: cmocka's test name filter. */
 int main(int argc, char **argv)
 {
@@ -816,6 +1180,17 @@ int main(int argc, char **argv)
 		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules),
 		cmocka_unit_test(every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
 		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules_under_the_weak_model),
+		cmocka_unit_test_setup_teardown(
+			every_ring_scenario_holds_over_all_schedules_with_four_preemptions, ring_on,
+			ring_off),
+		cmocka_unit_test_setup_teardown(every_ring_scenario_holds_over_random_schedules,
+						ring_on, ring_off),
+		cmocka_unit_test_setup_teardown(
+			every_ring_scenario_holds_under_the_weak_model_with_bounded_stale_reads, ring_on,
+			ring_off),
+		cmocka_unit_test_setup_teardown(
+			every_ring_scenario_holds_over_random_schedules_under_the_weak_model, ring_on,
+			ring_off),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * The torture of the channel: every contender sends and receives, through
  * every entry point (blocking, try_*, try_*_many, force_send, futures, some
  * cancelled, some under deadlines).  Every ~50 ms the controller opens a
- * fresh channel for newcomers (capacity 0, 1 and 4 in turn) and closes the
+ * fresh channel for newcomers (capacity 0, 1 and 4 in turn, every other
+ * round of three a stamped ring: sb_channel_init_ring) and closes the
  * current one; once nobody is left in a closed channel it drains what is
  * left and checks that the round conserved its items: as many received (or
  * evicted by force_send, or drained) as sent, the same checksum sum.  Every
@@ -21,7 +22,8 @@ static const size_t ch_capacities[] = { 0, 1, CH_MAX_CAPACITY };
 
 static struct {
 	sb_channel ch;
-	torture_item storage[CH_MAX_CAPACITY];
+	_Alignas(64) unsigned char storage[SB_CHANNEL_RING_STORAGE_SIZE(sizeof(torture_item),
+									CH_MAX_CAPACITY)];
 	atomic_long sent, received;
 	atomic_ullong sent_sum, received_sum;
 } chans[TORTURE_SLOTS];
@@ -37,10 +39,11 @@ static uint64_t item_check(uint32_t sender, uint32_t seq)
 	return x ^ (x >> 29) ^ 0x5bd1e9955bd1e995u;
 }
 
-static void ch_open(int i, size_t capacity)
+static void ch_open(int i, size_t capacity, bool ring)
 {
-	int r = sb_channel_init(&chans[i].ch, capacity ? chans[i].storage : NULL,
-				sizeof(torture_item), capacity);
+	void *storage = capacity ? chans[i].storage : NULL;
+	int r = ring ? sb_channel_init_ring(&chans[i].ch, storage, sizeof(torture_item), capacity)
+		     : sb_channel_init(&chans[i].ch, storage, sizeof(torture_item), capacity);
 	if (r != 0)
 		VIOLATION(NULL, "channel init: %d", r);
 	atomic_store(&chans[i].sent, 0);
@@ -53,7 +56,7 @@ static void ch_setup(void)
 {
 	memset(&ch_slots, 0, sizeof ch_slots);
 	for (int i = 0; i < TORTURE_SLOTS; i++)
-		ch_open(i, ch_capacities[i]);
+		ch_open(i, ch_capacities[i], false);
 	atomic_store(&ch_rounds, 0);
 	atomic_store(&ch_sent, 0);
 	atomic_store(&ch_received, 0);
@@ -286,7 +289,7 @@ static void ch_tick(void)
 		return;
 	ch_retire(next);
 	long round = atomic_fetch_add(&ch_rounds, 1) + 1;
-	ch_open(next, ch_capacities[(size_t)round % 3]);
+	ch_open(next, ch_capacities[(size_t)round % 3], round / 3 % 2 == 1);
 	int old = atomic_load(&ch_slots.cur);
 	atomic_store(&ch_slots.cur, next);
 	sb_channel_close(&chans[old].ch);

@@ -29,7 +29,7 @@ WEAK_TESTS = "*under_the_weak_model*"
 PROGRAMS = ("test_model_semaphore", "test_model_blocking", "test_model_deadline",
             "test_model_mutex_races", "test_model_condvar", "test_model_event", "test_model_loop",
             "test_model_barrier", "test_model_once", "test_model_rwlock", "test_model_latch",
-            "test_model_channel", "test_model_broadcast")
+            "test_model_channel", "test_model_broadcast", "test_model_watch")
 FAILURE = re.compile(r"MODEL FAILURE in scenario '(.*?)', execution \d+: (.*)")
 # A function definition's first line: at column 0, a name and its "(".
 DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*\(\)]*?\b(\w+)\s*\(")

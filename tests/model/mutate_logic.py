@@ -73,6 +73,8 @@ LAYERS = {
                   "channel"),
     "broadcast.c": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
     "broadcast.h": (["test_broadcast"], [("test_model_broadcast", None)], "broadcast"),
+    "watch.c": (["test_watch"], [("test_model_watch", None)], "watch"),
+    "watch.h": (["test_watch"], [("test_model_watch", None)], "watch"),
 }
 
 
@@ -563,6 +565,44 @@ MUTANTS = [
      "the ring's length ignores a lap between head and tail"),
     ("ring-08", "channel.c", "return ring ? 0 : SB__CHANNEL_STATE_RING;", "return ring ? 0 : 0;",
      "the lock's first poll and probe keep a stamped ring instead of handing it over"),
+    # ---- src/watch.c and the inline read of include/syncband/watch.h -------
+    ("watch-01", "watch.h", "if ((state ^ seen) >> SB_WATCH_VERSION_SHIFT)",
+     "if ((state ^ seen) >> (SB_WATCH_VERSION_SHIFT + 1))",
+     "a changed check ignores the version's lowest bit (misses every other send)"),
+    ("watch-02", "watch.h", "return state & SB_WATCH_STATE_CLOSED ? -EPIPE : -EAGAIN;",
+     "return -EAGAIN;", "a changed check on a closed watch with nothing new says 'not yet', not closed"),
+    ("watch-03", "watch.h", "if (sb__likely(state == rx->seen)) {", "if (sb__likely(true)) {",
+     "a lock-free read returns its first load of the word without comparing the state with `seen`"),
+    ("watch-04", "watch.h", "if (sb__likely(sb__state_load_relaxed(&w->q) == state)) {",
+     "if (sb__likely(true)) {",
+     "a lock-free read of a new version skips its second look at the state"),
+    ("watch-05", "watch.h", "memcpy(out, &v, sizeof v);" + N + T + T + T + T + "rx->seen = state;",
+     "memcpy(out, &v, sizeof v);",
+     "a lock-free read of a new version does not mark it seen"),
+    ("watch-06", "watch.h", "size_t v = sb__watch_word_load_acquire(w);",
+     "size_t v = atomic_load_explicit(&w->word, memory_order_relaxed);",
+     "the lock-free read's first load of the word is relaxed, not acquire"),
+    ("watch-07", "watch.h", "size_t state = sb__state_load_acquire(&w->q);",
+     "size_t state = sb__state_load_relaxed(&w->q);",
+     "the lock-free read's load of the state is relaxed, not acquire"),
+    ("watch-08", "watch.h",
+     "/* acquire: as the first load of the word. */" + N + T + T + T +
+     "v = sb__watch_word_load_acquire(w);",
+     "v = atomic_load_explicit(&w->word, memory_order_relaxed);",
+     "the lock-free read's second load of the word (a new version) is relaxed, not acquire"),
+    ("watch-09", "watch.c", "memcpy(out, w->value, w->size);" + N + T + "rx->seen = state;",
+     "memcpy(out, w->value, w->size);", "a read under the lock does not mark its version seen"),
+    ("watch-10", "watch.c", "sb_waitq_release_all(&w->q, SB_WAITER_CLOSED, &batch);",
+     "sb_waitq_release_all(&w->q, SB_WAITER_GRANTED, &batch);",
+     "close releases the waiting futures as changed, not closed"),
+    ("watch-11", "watch.c", "if (!told) {", "if (told) {",
+     "send_if publishes a version when the callback says nothing changed, and none when it did"),
+    ("watch-12", "watch.c", "if (sb_waitq_is_empty(&w->q)) {", "if (true) {",
+     "a send with futures waiting publishes the version in its unlock and wakes none"),
+    ("watch-13", "watch.c", "if (r != -EAGAIN) {", "if (r == 0) {",
+     "a first poll that finds the watch closed under the lock queues its future anyway"),
+    ("watch-14", "watch.c", "return r == SB_WAITER_GRANTED ? 0 : -EPIPE;", "return 0;",
+     "a re-poll released by close reports a change"),
 ]
 
 # Survivors shown equivalent: id -> the reason, one line.

@@ -70,6 +70,7 @@ typedef struct watch_ctx {
 	int sends;            /* sends that returned 0 */
 	int res[4];           /* results the checks look at */
 	int last[NRX];        /* the version of each receiver's last read */
+	int payload;          /* what a sender writes before it sends, outside the value */
 } watch_ctx;
 
 /* ------------------------------------------------------- watched memory */
@@ -308,12 +309,22 @@ static void fp_check(void *p)
 	check_teardown(c);
 }
 
+/* t0 writes the payload, then sends version 1. */
+static void payload_send_t0(void *p)
+{
+	watch_ctx *c = p;
+	c->payload = 1;
+	MODEL_PLAIN_WRITE(&c->payload);
+	MODEL_CHECK(send_k(c, 0, 1) == 0);
+}
+
 /* --- a send racing a waiting future's re-poll with a new waker ---------- */
 
 /*
  * Future 0 (receiver 0) waits with waker 0; t1 re-polls it with waker 1
- * and waits for that one; t0 sends.  It completes, and exactly one of the
- * two wakers is woken: the one registered when the send released it.
+ * and waits for that one; t0 writes a payload and sends.  It completes,
+ * seeing the payload, and exactly one of the two wakers is woken: the one
+ * registered when the send released it.
  */
 static void rp_setup(void *p)
 {
@@ -325,6 +336,10 @@ static void rp_t1(void *p)
 {
 	watch_ctx *c = p;
 	MODEL_CHECK(drive(&c->f[0], &c->cw[1]) == 0);
+	/* what the sender wrote before sending, though the re-poll may have
+	 * found the future released before any wake (no wake to order it) */
+	MODEL_PLAIN_READ(&c->payload);
+	MODEL_CHECK(c->payload == 1);
 	MODEL_CHECK(read_rx(c, 1, 0) == 1);
 }
 static void rp_check(void *p)
@@ -438,6 +453,32 @@ static void two_check(void *p)
 	check_teardown(c);
 }
 
+/* --- a send with a future waiting racing another receiver's try_changed - */
+
+/*
+ * With future 0 (receiver 0) waiting, t0's send publishes its version
+ * before the broadcast, not in its unlock; t1, told of the change through
+ * receiver 1, reads what t0 wrote before sending (the header's ordering:
+ * a send happens-before every changed it lets return 0).
+ */
+static void tc_t1(void *p)
+{
+	watch_ctx *c = p;
+	c->res[0] = sb_watch_try_changed(&c->rx[1]);
+	MODEL_CHECK(c->res[0] == 0 || c->res[0] == -EAGAIN);
+	if (c->res[0] == 0) {
+		MODEL_PLAIN_READ(&c->payload);
+		MODEL_CHECK(c->payload == 1);
+	}
+}
+static void tc_check(void *p)
+{
+	watch_ctx *c = p;
+	MODEL_CHECK(poll_changed(&c->f[0], &c->cw[0]) == 0);
+	MODEL_CHECK(atomic_load(&c->cw[0].wakes) == 1);
+	check_teardown(c);
+}
+
 /* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "watch: a send racing a read of a multi-word value", 2, sizeof(watch_ctx), sr_setup,
@@ -451,11 +492,13 @@ static const sb_model_scenario pairs[] = {
 	{ "watch: a changed future's first poll racing a send", 2, sizeof(watch_ctx), sr_setup,
 	  { fp_t0, fp_t1 }, fp_check },
 	{ "watch: a send racing a waiting future's re-poll with a new waker", 2,
-	  sizeof(watch_ctx), rp_setup, { fp_t0, rp_t1 }, rp_check },
+	  sizeof(watch_ctx), rp_setup, { payload_send_t0, rp_t1 }, rp_check },
 	{ "watch: a send racing a waiting future's cancel", 2, sizeof(watch_ctx), rp_setup,
 	  { fp_t0, cs_t1 }, cs_check },
 	{ "watch: close racing a waiting future's re-poll with a new waker", 2,
 	  sizeof(watch_ctx), rp_setup, { close_t, cl_t1 }, cl_check },
+	{ "watch: a send with a future waiting racing another receiver's try_changed", 2,
+	  sizeof(watch_ctx), rp_setup, { payload_send_t0, tc_t1 }, tc_check },
 };
 
 /* Three threads: one preemption and one stale read fewer (see main). */

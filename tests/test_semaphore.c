@@ -652,6 +652,55 @@ static void blocking_acquire_times_out_and_holds_nothing(void **state)
 	assert_int_equal(sb_semaphore_destroy(&s), 0);
 }
 
+/*
+ * Both modes: timeouts shorter than the fair mode's spin before queueing
+ * (src/semaphore.c), longer than it (it spins, then sleeps), and none at
+ * all, each leaving the count as it was.
+ */
+static void check_blocking_acquire_times_out_around_the_spin(sb_semaphore *s)
+{
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 0), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 2000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 20000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 1000000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_available(s), 1);
+	assert_int_equal(sb_semaphore_destroy(s), 0);
+}
+
+static void blocking_acquire_times_out_before_and_after_its_spin_and_holds_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	check_blocking_acquire_times_out_around_the_spin(&s);
+}
+
+static void strict_blocking_acquire_times_out_and_holds_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(1);
+	check_blocking_acquire_times_out_around_the_spin(&s);
+}
+
+/*
+ * The counter may hold more than the maximum (returned grants saturate):
+ * a blocking acquire of more than the maximum fails all the same, its spin
+ * included, and takes nothing.
+ */
+static void a_blocking_acquire_above_the_maximum_fails_when_the_counter_holds_more(void **state)
+{
+	(void)state;
+	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
+	sb_semaphore s = SB_SEMAPHORE_INIT(max - 1);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, max);
+	assert_int_equal(poll_noop(&f), SB_PENDING);       /* lone: took max - 1 */
+	assert_int_equal(sb_semaphore_release(&s, max), 0); /* granted; counter max - 1 */
+	sb_semaphore_acquire_cancel(&f);                    /* returned: 2 max - 1 */
+	assert_int_equal(sb_semaphore_available(&s), 2 * max - 1);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, max + 1, 20000), -EINVAL);
+	assert_int_equal(sb_semaphore_available(&s), 2 * max - 1);
+}
+
 typedef struct blocking_arg {
 	sb_semaphore *sem;
 	atomic_int started;
@@ -755,6 +804,46 @@ static void queue_acquires(sb_semaphore *s, int n, const size_t *permits, sb_sem
 		sb_semaphore_acquire_init(&f[i], s, permits[i]);
 		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
 	}
+}
+
+/*
+ * A blocking acquire behind `n` queued waiters (1: a lone one, whose
+ * release is the next, and its spin stops there; 2: a queue that opens no
+ * budget, so it spins and then queues): its timeout leaves the first waiter
+ * first, woken by the next release, and the second untouched.
+ */
+static void check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(int n)
+{
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, n, ones, f, c);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 20000), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&c[0].wakes), 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		if (i + 1 < n)
+			assert_int_equal(atomic_load(&c[i + 1].wakes), 0);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	}
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_release(&s, (size_t)n), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void a_blocking_acquire_that_times_out_behind_a_lone_waiter_leaves_it_first(void **state)
+{
+	(void)state;
+	check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(1);
+}
+
+static void a_blocking_acquire_that_times_out_behind_a_queue_leaves_it_in_order(void **state)
+{
+	(void)state;
+	check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(2);
 }
 
 static void init_functions_choose_the_mode(void **state)
@@ -1263,6 +1352,11 @@ int main(void)
 		cmocka_unit_test(a_different_waker_replaces_the_old_one_which_is_dropped),
 		cmocka_unit_test(blocking_acquire_returns_at_once_when_permits_are_there),
 		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
+		cmocka_unit_test(blocking_acquire_times_out_before_and_after_its_spin_and_holds_nothing),
+		cmocka_unit_test(strict_blocking_acquire_times_out_and_holds_nothing),
+		cmocka_unit_test(a_blocking_acquire_that_times_out_behind_a_lone_waiter_leaves_it_first),
+		cmocka_unit_test(a_blocking_acquire_that_times_out_behind_a_queue_leaves_it_in_order),
+		cmocka_unit_test(a_blocking_acquire_above_the_maximum_fails_when_the_counter_holds_more),
 		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),
 		cmocka_unit_test(blocking_acquire_is_woken_by_close),
 		cmocka_unit_test(strict_blocking_acquire_is_woken_by_a_release_from_another_thread),

@@ -340,6 +340,9 @@ MUTANTS = [
     ("sem-32", "semaphore.c", "if (sem_budget_is_spendable(state) && (state & SEM_BUDGET_RELEASES) &&",
      "if (sem_budget_is_spendable(state) &&",
      "a release goes by without the lock past the budget's count, the check skipped"),
+    ("sem-33", "semaphore.c", "if (!sem_is_fifo(s) && n > 0 && n <= SB_SEMAPHORE_MAX_PERMITS &&",
+     "if (!sem_is_fifo(s) && n > 0 &&",
+     "a blocking acquire above the maximum spins and takes that many from a saturated counter"),
     # ---- src/fairness.h: the rules the mutex and the semaphore share --------
     ("fair-01", "fairness.h", "return now - since > SB_FAIR_BOUND_NS;",
      "return now - since >= SB_FAIR_BOUND_NS;",

@@ -984,6 +984,52 @@ static void releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth(
 }
 
 /*
+ * A woken head whose task never runs again (its thread descheduled) does
+ * not let bargers go on past the bound: the releases notice the bound
+ * themselves (the 16th after the last check at the latest) and start the
+ * phase, which hands the head its permit without a poll or a second wake.
+ */
+static void a_woken_head_that_never_runs_is_handed_its_permit_once_past_the_bound(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);     /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it: timed */
+	int barged = 1;
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+		barged++;
+		fake_now += SB_FAIRNESS_BOUND_NS / 100; /* 40 of them: inside the bound */
+	}
+	fake_now += SB_FAIRNESS_BOUND_NS;
+	int releases = 0;
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* the phase: handed to f[0] */
+		barged++;
+	}
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* the first wake only */
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase goes on to f[1] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_release(&s, (size_t)barged + 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), (size_t)barged + 2);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
  * A waiter that queued during a phase waited through part of it: the
  * phase's last handoff times it half a bound back (src/fairness.h), so
  * bargers pass it for half a bound after the phase, not a whole one.
@@ -1367,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it),
 		cmocka_unit_test(releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth),
+		cmocka_unit_test(a_woken_head_that_never_runs_is_handed_its_permit_once_past_the_bound),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
 		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
 		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),

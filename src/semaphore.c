@@ -362,9 +362,7 @@ static size_t sem_open_budget_locked(sb_semaphore *s)
 	if (!head || !s->passed_since || s->handoff_left || s->spare > SEM_BUDGET_MAX ||
 	    sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN)
 		return 0;
-	uint32_t r = sb_fair_until_check(s->releases_timed);
-	if (r > SEM_BUDGET_MAX)
-		r = SEM_BUDGET_MAX;
+	uint32_t r = sb_fair_budget(s->releases_timed, SEM_BUDGET_MAX);
 	s->releases_timed += (uint16_t)r;
 	size_t budget = r * SEM_BUDGET_RELEASE_ONE + s->spare * SEM_BUDGET_PERMIT_ONE;
 	s->spare = 0;

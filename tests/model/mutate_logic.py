@@ -355,6 +355,8 @@ MUTANTS = [
      "a timed head is first checked at the hand-over after the one that timed it"),
     ("fair-04", "fairness.h", "return now ? now : 1;", "return now;",
      "a stamp taken at time 0 reads as not timed"),
+    ("fair-05", "fairness.h", "return budget < most ? budget : most;", "return budget < most ? budget : budget;",
+     "a budget lets by more hand-overs than the primitive's bits hold"),
     # ---- src/rwlock.c: upgrade, downgrade, upgradable ----------------------
     ("rw-01", "rwlock.c", "if (queued || (state & SB_RWLOCK_STATE_WRITER))" + N + T + T + T + "return SB_PENDING;" + N + T + T + "if (rw_readers",
      "if (state & SB_RWLOCK_STATE_WRITER)" + N + T + T + T + "return SB_PENDING;" + N + T + T + "if (rw_readers",

@@ -2,10 +2,11 @@
 /*
  * The time rules of the eventually fair mode, one set for the mutex
  * (src/mutex.c) and the semaphore (src/semaphore.c): the bound, the clock,
- * when a queue is timed, how often the clock is read, and the handoff phase
- * with its gap.  Each primitive keeps the stamps and counters where its
- * layout has room (docs/design.md, "Eventual fairness"); what they mean and
- * how they are compared is decided here only.
+ * when a queue is timed, how often the clock is read, the budget of
+ * hand-overs let by without the lock, and the handoff phase with its gap.
+ * Each primitive keeps the stamps and counters where its layout has room
+ * (docs/design.md, "Eventual fairness"); what they mean and how they are
+ * compared is decided here only.
  *
  * The contract, shared: a newcomer may take what is free (the mutex, free
  * permits) while others wait, "barging"; once bargers have passed the first
@@ -117,6 +118,24 @@ static inline bool sb_fair_is_check(uint32_t seen)
 static inline uint32_t sb_fair_until_check(uint32_t counted)
 {
 	return (SB_FAIR_CHECKS_EVERY - counted % SB_FAIR_CHECKS_EVERY) % SB_FAIR_CHECKS_EVERY;
+}
+
+/*
+ * The budget of an eventually fair primitive (the mutex's unlocks, the
+ * semaphore's releases): while its head is WOKEN and timed, outside a
+ * phase, a hand-over that is not a check has nothing to do under the queue
+ * lock, so the unlock of that lock that leaves the head so lets the
+ * hand-overs up to the next check go by without it.  Given `counted`, the hand-overs that have
+ * found the head timed (the one that counts them, sb_fair_is_check's
+ * argument), and `most`, what the primitive's bits hold: how many to let by,
+ * which the caller adds to `counted` at once.  Whoever shuts the budget
+ * under the lock takes the ones not used back out of `counted`, so that the
+ * check falls on exactly the hand-over it would without a budget.
+ */
+static inline uint32_t sb_fair_budget(uint32_t counted, uint32_t most)
+{
+	uint32_t budget = sb_fair_until_check(counted);
+	return budget < most ? budget : most;
 }
 
 /*

@@ -176,7 +176,9 @@ static void mutex_time_passed_locked(sb_mutex *m, uint64_t now)
 
 /* The unlock budget (see the top of the file): bits 4-7 of the word. */
 #define MUTEX_BUDGET_ONE ((size_t)1 << SB_WAITQ_LONE_SHIFT)
-#define MUTEX_BUDGET_BITS ((size_t)15 << SB_WAITQ_LONE_SHIFT)
+#define MUTEX_BUDGET_MAX 15u
+#define MUTEX_BUDGET_BITS ((size_t)MUTEX_BUDGET_MAX << SB_WAITQ_LONE_SHIFT)
+_Static_assert(MUTEX_BUDGET_MAX >= SB_FAIR_CHECKS_EVERY - 1, "a budget reaches the next check");
 _Static_assert(MUTEX_BUDGET_BITS < SB_WAITQ_LONE_MIN, "a budget must never read as a lone address");
 
 /* Whether `state`, a word without the queue lock held, carries an unlock budget. */
@@ -197,8 +199,7 @@ static inline uint32_t mutex_budget_of(size_t state)
  */
 static void mutex_grant_budget_locked(sb_mutex *m, sb_mutex_lock *f)
 {
-	uint32_t budget = sb_fair_until_check(f->unlocks_at_front);
-	assert(budget * MUTEX_BUDGET_ONE <= MUTEX_BUDGET_BITS);
+	uint32_t budget = sb_fair_budget(f->unlocks_at_front, MUTEX_BUDGET_MAX);
 	if (budget == 0)
 		return; /* the next unlock is its check: nothing to let by */
 	f->unlocks_at_front += budget;

@@ -52,15 +52,15 @@ int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *tim
 
 /*
  * The spin of an eventually fair lock's blocking wait before it queues (the
- * mutex's and the rwlock's; src/mutex.c says why, with the measurements):
- * calls `look(arg)` once every SB_PARK_SPIN_POLL_NS, pausing in between and
- * timed by the clock, for at most SB_PARK_SPIN_NS.  look says whether it
- * took the lock (SB_PARK_LOOK_TAKEN), saw waiters queued and so must queue
- * too (SB_PARK_LOOK_QUEUE), or looks again later (SB_PARK_LOOK_AGAIN).  It
- * spins only with a spinning slot and while this thread's contention streak
- * allows it (sb_park_streak_allows_spin), never for a timeout shorter than
- * the spin, and not in the model-check build.  True if look took the lock;
- * otherwise takes what it spent off *timeout_ns.
+ * mutex's, the rwlock's and the semaphore's; src/mutex.c says why, with the
+ * measurements): calls `look(arg)` once every SB_PARK_SPIN_POLL_NS, pausing
+ * in between and timed by the clock, for at most SB_PARK_SPIN_NS.  look says
+ * whether it took the lock (SB_PARK_LOOK_TAKEN), saw waiters queued and so
+ * must queue too (SB_PARK_LOOK_QUEUE), or looks again later
+ * (SB_PARK_LOOK_AGAIN).  It spins only with a spinning slot and while this
+ * thread's contention streak allows it (sb_park_streak_allows_spin), never
+ * for a timeout shorter than the spin, and not in the model-check build.
+ * True if look took the lock; otherwise takes what it spent off *timeout_ns.
  */
 enum sb_park_look { SB_PARK_LOOK_AGAIN, SB_PARK_LOOK_TAKEN, SB_PARK_LOOK_QUEUE };
 #define SB_PARK_SPIN_NS 5000u

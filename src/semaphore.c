@@ -362,9 +362,7 @@ static size_t sem_open_budget_locked(sb_semaphore *s)
 	if (!head || !s->passed_since || s->handoff_left || s->spare > SEM_BUDGET_MAX ||
 	    sb_waiter_remaining_locked(head) != SB_WAITER_WOKEN)
 		return 0;
-	uint32_t r = sb_fair_until_check(s->releases_timed);
-	if (r > SEM_BUDGET_MAX)
-		r = SEM_BUDGET_MAX;
+	uint32_t r = sb_fair_budget(s->releases_timed, SEM_BUDGET_MAX);
 	s->releases_timed += (uint16_t)r;
 	size_t budget = r * SEM_BUDGET_RELEASE_ONE + s->spare * SEM_BUDGET_PERMIT_ONE;
 	s->spare = 0;
@@ -869,11 +867,58 @@ void sb_semaphore_acquire_cancel(sb_semaphore_acquire *f)
 SB_FUTURE_OPS(sb_semaphore_acquire_ops, sb_semaphore_acquire, sb_semaphore_acquire_poll,
 	      sb_semaphore_acquire_cancel);
 
+/*
+ * Eventually fair mode: a thread about to queue in
+ * sb_semaphore_acquire_blocking first watches the word for SB_PARK_SPIN_NS
+ * (sb_park_spin_before_queueing), as the mutex's blocking lock does
+ * (src/mutex.c has the reasons and its numbers), taking the permits if it
+ * sees enough that a newcomer may take: the counter's, with nobody queued,
+ * or an open budget's (a woken head in a timed queue outside a phase, where
+ * any newcomer may take them).  Permits are mostly held far shorter than
+ * the spin, and a thread that queues instead pays a futex wait, its
+ * releaser the queue lock and a futex wake.  So the spinner is a barger that
+ * takes only what the fairness rules let a barger take without the lock: a
+ * phase, or a queue nobody has passed yet, opens no budget, and the spinner
+ * then waits for one or for the end of its spin, and queues (its first poll
+ * may still barge under the lock, by the same rules).  It queues at once
+ * behind a lone waiter (the next release is its) and on CLOSED.  Strict FIFO
+ * mode, whose newcomers never pass a queued waiter, does not spin, as the
+ * mutex's does not.  The spinning slot and the contention streak (park.h)
+ * keep spinners off the cores that holders need.
+ */
+struct sem_spin {
+	sb_semaphore *sem;
+	size_t permits;
+};
+
+/* One look of the spin (park.h): the permits taken, or a lone waiter to queue behind. */
+static enum sb_park_look sem_spin_look(void *arg)
+{
+	const struct sem_spin *p = arg;
+	size_t state = sem_load(p->sem);
+	if (state & SB_SEMAPHORE_STATE_CLOSED)
+		return SB_PARK_LOOK_QUEUE;
+	if (state & SB_WAITQ_NONEMPTY) {
+		if (sb_waitq_is_lone(state))
+			return SB_PARK_LOOK_QUEUE;
+		return sem_budget_take(p->sem, p->permits) ? SB_PARK_LOOK_TAKEN : SB_PARK_LOOK_AGAIN;
+	}
+	if (sem_count(state) >= p->permits && sem_try_take(p->sem, p->permits) == 0)
+		return SB_PARK_LOOK_TAKEN;
+	return SB_PARK_LOOK_AGAIN;
+}
+
 int sb_semaphore_acquire_blocking(sb_semaphore *s, size_t n, uint64_t timeout_ns)
 {
 	/* The future's first poll would decide the same way (take the permits
 	 * if nobody queues and enough are there); this skips the parker. */
 	if (n > 0 && sb_semaphore_try_acquire(s, n) == 0)
+		return 0;
+	struct sem_spin spin = { s, n };
+	/* (n above the maximum: the first poll refuses it; the counter may
+	 * hold more than the maximum, saturated, so it must not be taken.) */
+	if (!sem_is_fifo(s) && n > 0 && n <= SB_SEMAPHORE_MAX_PERMITS &&
+	    sb_park_spin_before_queueing(sem_spin_look, &spin, &timeout_ns))
 		return 0;
 	sb_semaphore_acquire f;
 	sb_semaphore_acquire_init(&f, s, n);

@@ -652,6 +652,55 @@ static void blocking_acquire_times_out_and_holds_nothing(void **state)
 	assert_int_equal(sb_semaphore_destroy(&s), 0);
 }
 
+/*
+ * Both modes: timeouts shorter than the fair mode's spin before queueing
+ * (src/semaphore.c), longer than it (it spins, then sleeps), and none at
+ * all, each leaving the count as it was.
+ */
+static void check_blocking_acquire_times_out_around_the_spin(sb_semaphore *s)
+{
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 0), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 2000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 20000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_acquire_blocking(s, 2, 1000000), -ETIMEDOUT);
+	assert_int_equal(sb_semaphore_available(s), 1);
+	assert_int_equal(sb_semaphore_destroy(s), 0);
+}
+
+static void blocking_acquire_times_out_before_and_after_its_spin_and_holds_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(1);
+	check_blocking_acquire_times_out_around_the_spin(&s);
+}
+
+static void strict_blocking_acquire_times_out_and_holds_nothing(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT_FIFO(1);
+	check_blocking_acquire_times_out_around_the_spin(&s);
+}
+
+/*
+ * The counter may hold more than the maximum (returned grants saturate):
+ * a blocking acquire of more than the maximum fails all the same, its spin
+ * included, and takes nothing.
+ */
+static void a_blocking_acquire_above_the_maximum_fails_when_the_counter_holds_more(void **state)
+{
+	(void)state;
+	const size_t max = SB_SEMAPHORE_MAX_PERMITS;
+	sb_semaphore s = SB_SEMAPHORE_INIT(max - 1);
+	sb_semaphore_acquire f;
+	sb_semaphore_acquire_init(&f, &s, max);
+	assert_int_equal(poll_noop(&f), SB_PENDING);       /* lone: took max - 1 */
+	assert_int_equal(sb_semaphore_release(&s, max), 0); /* granted; counter max - 1 */
+	sb_semaphore_acquire_cancel(&f);                    /* returned: 2 max - 1 */
+	assert_int_equal(sb_semaphore_available(&s), 2 * max - 1);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, max + 1, 20000), -EINVAL);
+	assert_int_equal(sb_semaphore_available(&s), 2 * max - 1);
+}
+
 typedef struct blocking_arg {
 	sb_semaphore *sem;
 	atomic_int started;
@@ -755,6 +804,46 @@ static void queue_acquires(sb_semaphore *s, int n, const size_t *permits, sb_sem
 		sb_semaphore_acquire_init(&f[i], s, permits[i]);
 		assert_int_equal(poll_with(&f[i], &c[i]), SB_PENDING);
 	}
+}
+
+/*
+ * A blocking acquire behind `n` queued waiters (1: a lone one, whose
+ * release is the next, and its spin stops there; 2: a queue that opens no
+ * budget, so it spins and then queues): its timeout leaves the first waiter
+ * first, woken by the next release, and the second untouched.
+ */
+static void check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(int n)
+{
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, n, ones, f, c);
+	assert_int_equal(sb_semaphore_acquire_blocking(&s, 1, 20000), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&c[0].wakes), 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(atomic_load(&c[i].wakes), 1);
+		if (i + 1 < n)
+			assert_int_equal(atomic_load(&c[i + 1].wakes), 0);
+		assert_int_equal(poll_with(&f[i], &c[i]), 0);
+		assert_int_equal(atomic_load(&c[i].live), 0);
+	}
+	assert_int_equal(sb_semaphore_available(&s), 0);
+	assert_int_equal(sb_semaphore_release(&s, (size_t)n), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+static void a_blocking_acquire_that_times_out_behind_a_lone_waiter_leaves_it_first(void **state)
+{
+	(void)state;
+	check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(1);
+}
+
+static void a_blocking_acquire_that_times_out_behind_a_queue_leaves_it_in_order(void **state)
+{
+	(void)state;
+	check_a_blocking_acquire_that_times_out_behind_waiters_leaves_them_first(2);
 }
 
 static void init_functions_choose_the_mode(void **state)
@@ -890,6 +979,52 @@ static void releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth(
 	assert_int_equal(poll_with(&f[1], &c[1]), 0);
 	assert_int_equal(sb_semaphore_release(&s, 1), 0);
 	assert_int_equal(sb_semaphore_available(&s), RELEASES_PER_CHECK + 2);
+	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
+	assert_int_equal(sb_semaphore_destroy(&s), 0);
+}
+
+/*
+ * A woken head whose task never runs again (its thread descheduled) does
+ * not let bargers go on past the bound: the releases notice the bound
+ * themselves (the 16th after the last check at the latest) and start the
+ * phase, which hands the head its permit without a poll or a second wake.
+ */
+static void a_woken_head_that_never_runs_is_handed_its_permit_once_past_the_bound(void **state)
+{
+	(void)state;
+	sb_semaphore s = SB_SEMAPHORE_INIT(0);
+	sb_semaphore_acquire f[2];
+	counting_waker c[2];
+	const size_t ones[2] = { 1, 1 };
+	queue_acquires(&s, 2, ones, f, c);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0);     /* wakes f[0] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0); /* passes it: timed */
+	int barged = 1;
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		assert_int_equal(sb_semaphore_try_acquire(&s, 1), 0);
+		barged++;
+		fake_now += SB_FAIRNESS_BOUND_NS / 100; /* 40 of them: inside the bound */
+	}
+	fake_now += SB_FAIRNESS_BOUND_NS;
+	int releases = 0;
+	for (;;) {
+		assert_true(releases < RELEASES_PER_CHECK);
+		assert_int_equal(sb_semaphore_release(&s, 1), 0);
+		releases++;
+		if (sb_semaphore_try_acquire(&s, 1) == -EAGAIN)
+			break; /* the phase: handed to f[0] */
+		barged++;
+	}
+	assert_int_equal(atomic_load(&c[0].wakes), 1); /* the first wake only */
+	assert_int_equal(atomic_load(&c[1].wakes), 0);
+	assert_int_equal(sb_semaphore_release(&s, 1), 0); /* the phase goes on to f[1] */
+	assert_int_equal(sb_semaphore_try_acquire(&s, 1), -EAGAIN);
+	assert_int_equal(atomic_load(&c[1].wakes), 1);
+	assert_int_equal(poll_with(&f[0], &c[0]), 0);
+	assert_int_equal(poll_with(&f[1], &c[1]), 0);
+	assert_int_equal(sb_semaphore_release(&s, (size_t)barged + 2), 0);
+	assert_int_equal(sb_semaphore_available(&s), (size_t)barged + 2);
 	assert_int_equal(atomic_load(&c[0].live) + atomic_load(&c[1].live), 0);
 	assert_int_equal(sb_semaphore_destroy(&s), 0);
 }
@@ -1263,6 +1398,11 @@ int main(void)
 		cmocka_unit_test(a_different_waker_replaces_the_old_one_which_is_dropped),
 		cmocka_unit_test(blocking_acquire_returns_at_once_when_permits_are_there),
 		cmocka_unit_test(blocking_acquire_times_out_and_holds_nothing),
+		cmocka_unit_test(blocking_acquire_times_out_before_and_after_its_spin_and_holds_nothing),
+		cmocka_unit_test(strict_blocking_acquire_times_out_and_holds_nothing),
+		cmocka_unit_test(a_blocking_acquire_that_times_out_behind_a_lone_waiter_leaves_it_first),
+		cmocka_unit_test(a_blocking_acquire_that_times_out_behind_a_queue_leaves_it_in_order),
+		cmocka_unit_test(a_blocking_acquire_above_the_maximum_fails_when_the_counter_holds_more),
 		cmocka_unit_test(blocking_acquire_is_woken_by_a_release_from_another_thread),
 		cmocka_unit_test(blocking_acquire_is_woken_by_close),
 		cmocka_unit_test(strict_blocking_acquire_is_woken_by_a_release_from_another_thread),
@@ -1273,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(waiters_that_no_barger_passes_are_woken_in_order_however_long_they_wait),
 		cmocka_unit_test(a_waiter_that_queued_during_a_phase_is_served_half_a_bound_after_it),
 		cmocka_unit_test(releases_let_by_a_woken_head_keep_the_bound_checked_every_sixteenth),
+		cmocka_unit_test(a_woken_head_that_never_runs_is_handed_its_permit_once_past_the_bound),
 		cmocka_unit_test(a_multi_permit_head_past_the_bound_gathers_releases_against_a_stream_of_small_acquires),
 		cmocka_unit_test(during_a_phase_no_barger_takes_the_permits_a_woken_head_gathers),
 		cmocka_unit_test(a_queue_passed_when_the_clock_reads_zero_is_timed_all_the_same),

@@ -344,6 +344,9 @@ MUTANTS = [
     ("sem-32", "semaphore.c", "if (sem_budget_is_spendable(state) && (state & SEM_BUDGET_RELEASES) &&",
      "if (sem_budget_is_spendable(state) &&",
      "a release goes by without the lock past the budget's count, the check skipped"),
+    ("sem-33", "semaphore.c", "if (!sem_is_fifo(s) && n > 0 && n <= SB_SEMAPHORE_MAX_PERMITS &&",
+     "if (!sem_is_fifo(s) && n > 0 &&",
+     "a blocking acquire above the maximum spins and takes that many from a saturated counter"),
     # ---- src/fairness.h: the rules the mutex and the semaphore share --------
     ("fair-01", "fairness.h", "return now - since > SB_FAIR_BOUND_NS;",
      "return now - since >= SB_FAIR_BOUND_NS;",
@@ -356,6 +359,8 @@ MUTANTS = [
      "a timed head is first checked at the hand-over after the one that timed it"),
     ("fair-04", "fairness.h", "return now ? now : 1;", "return now;",
      "a stamp taken at time 0 reads as not timed"),
+    ("fair-05", "fairness.h", "return budget < most ? budget : most;", "return budget < most ? budget : budget;",
+     "a budget lets by more hand-overs than the primitive's bits hold"),
     # ---- src/rwlock.c: upgrade, downgrade, upgradable ----------------------
     ("rw-01", "rwlock.c", "if (queued || (state & SB_RWLOCK_STATE_WRITER))" + N + T + T + T + "return SB_PENDING;" + N + T + T + "if (rw_readers",
      "if (state & SB_RWLOCK_STATE_WRITER)" + N + T + T + T + "return SB_PENDING;" + N + T + T + "if (rw_readers",

@@ -142,20 +142,17 @@ SBB_ROUNDS(LaggingReceiver, "broadcast/lagging-receiver", sbb::SYNCBAND, 1000000
 
 // ------------------------------------------------------------ fan-out-16-threads
 
-uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
+// The threaded fan-out rows' harness: N receivers on threads of their own,
+// each handing every result of sb_broadcast_recv_blocking but -EPIPE to
+// `on_recv` (its receiver, the result, the item), and one sender thread that
+// sends items 1..rounds and closes; only the sending and receiving are timed.
+// The caller checks its receivers after the join and destroys nothing.
+constexpr unsigned FAN_OUT_THREADS = 16;
+
+template <typename Receiver, typename OnRecv>
+void fan_out_threads_run(const sbb::Params &p, sbb::Meter &m, sb_broadcast *bc,
+			 std::vector<Receiver> &rs, OnRecv on_recv)
 {
-	constexpr unsigned N = 16;
-	struct alignas(64) Receiver {
-		sb_broadcast_receiver rx;
-		uint64_t got = 0, missed = 0, last = 0;
-		bool ordered = true;
-	};
-	sbb::CachePadded<sb_broadcast> padded;
-	sb_broadcast *bc = &padded.value;
-	std::unique_ptr<uint64_t[]> slots(new uint64_t[64]());
-	expect(sb_broadcast_init(bc, slots.get(), sizeof(uint64_t), 64, SB_BROADCAST_LAGGING), 0,
-	       "init");
-	std::vector<Receiver> rs(N);
 	for (Receiver &r : rs) {
 		r.rx = sb_broadcast_receiver{};
 		expect(sb_broadcast_subscribe(bc, &r.rx), 0, "subscribe");
@@ -168,23 +165,15 @@ uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
 			sched_yield();
 	};
 	std::vector<std::thread> threads;
-	for (unsigned i = 0; i < N; i++)
-		threads.emplace_back([&, i] {
-			Receiver &r = rs[i];
+	for (Receiver &r : rs)
+		threads.emplace_back([&, rp = &r] {
 			wait_go();
 			for (;;) {
-				uint64_t v;
-				int e = sb_broadcast_recv_blocking(&r.rx, &v, SB_TIMEOUT_INFINITE);
+				uint64_t v = 0;
+				int e = sb_broadcast_recv_blocking(&rp->rx, &v, SB_TIMEOUT_INFINITE);
 				if (e == -EPIPE)
 					break;
-				if (e == -EOVERFLOW) {
-					r.missed += sb_broadcast_receiver_missed(&r.rx);
-					continue;
-				}
-				expect(e, 0, "recv_blocking");
-				r.ordered &= r.got + r.missed == 0 || v > r.last;
-				r.last = v;
-				r.got++;
+				on_recv(*rp, e, v);
 			}
 		});
 	threads.emplace_back([&] {
@@ -193,13 +182,39 @@ uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
 			expect(sb_broadcast_send_blocking(bc, &v, SB_TIMEOUT_INFINITE), 0, "send");
 		sb_broadcast_close(bc);
 	});
-	while (ready.load(std::memory_order_relaxed) < N + 1)
+	while (ready.load(std::memory_order_relaxed) < rs.size() + 1)
 		sched_yield();
 	m.start();
 	go.store(true, std::memory_order_release);
 	for (std::thread &t : threads)
 		t.join();
 	m.stop();
+}
+
+uint64_t fan_out_threads(const sbb::Params &p, sbb::Meter &m)
+{
+	constexpr unsigned N = FAN_OUT_THREADS;
+	struct alignas(64) Receiver {
+		sb_broadcast_receiver rx;
+		uint64_t got = 0, missed = 0, last = 0;
+		bool ordered = true;
+	};
+	sbb::CachePadded<sb_broadcast> padded;
+	sb_broadcast *bc = &padded.value;
+	std::unique_ptr<uint64_t[]> slots(new uint64_t[64]());
+	expect(sb_broadcast_init(bc, slots.get(), sizeof(uint64_t), 64, SB_BROADCAST_LAGGING), 0,
+	       "init");
+	std::vector<Receiver> rs(N);
+	fan_out_threads_run(p, m, bc, rs, [](Receiver &r, int e, uint64_t v) {
+		if (e == -EOVERFLOW) {
+			r.missed += sb_broadcast_receiver_missed(&r.rx);
+			return;
+		}
+		expect(e, 0, "recv_blocking");
+		r.ordered &= r.got + r.missed == 0 || v > r.last;
+		r.last = v;
+		r.got++;
+	});
 	uint64_t received = 0, least = p.rounds, most = 0;
 	for (Receiver &r : rs) {
 		expect(r.ordered, true, "each receiver's items in order");
@@ -229,7 +244,6 @@ SBB_BATCH(fan_out_threads, "broadcast/fan-out-16-threads", sbb::SYNCBAND_BLOCKIN
 
 uint64_t fan_out_threads_backpressure(const sbb::Params &p, sbb::Meter &m)
 {
-	constexpr unsigned N = 16;
 	struct alignas(64) Receiver {
 		sb_broadcast_receiver rx;
 		uint64_t got = 0;
@@ -240,46 +254,12 @@ uint64_t fan_out_threads_backpressure(const sbb::Params &p, sbb::Meter &m)
 	std::unique_ptr<uint64_t[]> slots(new uint64_t[64]());
 	expect(sb_broadcast_init(bc, slots.get(), sizeof(uint64_t), 64, SB_BROADCAST_BACKPRESSURE),
 	       0, "init");
-	std::vector<Receiver> rs(N);
-	for (Receiver &r : rs) {
-		r.rx = sb_broadcast_receiver{};
-		expect(sb_broadcast_subscribe(bc, &r.rx), 0, "subscribe");
-	}
-	std::atomic<unsigned> ready{0};
-	std::atomic<bool> go{false};
-	auto wait_go = [&] {
-		ready.fetch_add(1, std::memory_order_relaxed);
-		while (!go.load(std::memory_order_acquire))
-			sched_yield();
-	};
-	std::vector<std::thread> threads;
-	for (unsigned i = 0; i < N; i++)
-		threads.emplace_back([&, i] {
-			Receiver &r = rs[i];
-			wait_go();
-			for (;;) {
-				uint64_t v;
-				int e = sb_broadcast_recv_blocking(&r.rx, &v, SB_TIMEOUT_INFINITE);
-				if (e == -EPIPE)
-					break;
-				expect(e, 0, "recv_blocking");
-				r.got++;
-				r.ordered &= v == r.got;
-			}
-		});
-	threads.emplace_back([&] {
-		wait_go();
-		for (uint64_t v = 1; v <= p.rounds; v++)
-			expect(sb_broadcast_send_blocking(bc, &v, SB_TIMEOUT_INFINITE), 0, "send");
-		sb_broadcast_close(bc);
+	std::vector<Receiver> rs(FAN_OUT_THREADS);
+	fan_out_threads_run(p, m, bc, rs, [](Receiver &r, int e, uint64_t v) {
+		expect(e, 0, "recv_blocking");
+		r.got++;
+		r.ordered &= v == r.got;
 	});
-	while (ready.load(std::memory_order_relaxed) < N + 1)
-		sched_yield();
-	m.start();
-	go.store(true, std::memory_order_release);
-	for (std::thread &t : threads)
-		t.join();
-	m.stop();
 	for (Receiver &r : rs) {
 		expect(r.ordered, true, "each receiver reads every item, in order");
 		expect(r.got, p.rounds, "each receiver reads every item sent");

@@ -215,16 +215,17 @@ static __attribute__((noinline)) int bc_recv_free_copy(sb_broadcast *bc, uint64_
 /*
  * Without the lock: rx's next item into `item` (0), or SB_PENDING when the
  * lock must decide: back-pressure or a large item, nothing new, a lag, or a
- * send overwriting the slot during the copy (`item` untouched).  An item of
- * uint64_t size is the header's inline read (sb__broadcast_recv_word: one
- * unit, in a register); the other sizes go through a buffer.
+ * send overwriting the slot during the copy (`item` untouched).  A receiver
+ * with a `ring` (bc_inline_ring) takes the header's inline read
+ * (sb__broadcast_recv_word: one unit, in a register); the others go through
+ * a buffer.
  */
 static inline int bc_recv_free(sb_broadcast_receiver *rx, void *item)
 {
+	if (rx->ring != 0)
+		return sb__broadcast_recv_word(rx, item);
 	sb_broadcast *bc = rx->bc;
 	uint32_t size = bc->item_size;
-	if (size == sizeof(uint64_t))
-		return sb__broadcast_recv_word(rx, item);
 	/* relaxed: BACKPRESSURE is written by init only. */
 	size_t state = atomic_load_explicit((_Atomic size_t *)&bc->q.state, memory_order_relaxed);
 	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) || size > BC_FREE_MAX)
@@ -239,6 +240,17 @@ static inline int bc_recv_free(sb_broadcast_receiver *rx, void *item)
 		return SB_PENDING;
 	bc_set_cursor(rx, cursor + 1);
 	return 0;
+}
+
+/*
+ * Whether rx's receives may take the header's inline read: a lagging ring of
+ * uint64_t-sized items whose capacity is a power of two (its index is
+ * `cursor & mask`).  Fixed at init, so subscribe decides it once.
+ */
+static bool bc_inline_ring(const sb_broadcast *bc)
+{
+	return !bc_backpressure(bc) && bc->item_size == sizeof(uint64_t) &&
+	       (bc->capacity & (bc->capacity - 1)) == 0;
 }
 
 /* Under the lock: a full batch is run with the lock dropped. */
@@ -487,6 +499,10 @@ int sb_broadcast_subscribe(sb_broadcast *bc, sb_broadcast_receiver *rx)
 	bc_set_cursor(rx, bc->tail); /* >= min: min stays a lower bound */
 	rx->missed = 0;
 	rx->waiting = 0;
+	/* Its owner's, read by its own receives (sb__broadcast_recv_word). */
+	rx->ring = bc_inline_ring(bc) ? (uintptr_t)&bc->tail - (uintptr_t)&rx->cursor : 0;
+	rx->capacity = bc->capacity;
+	rx->mask = bc->capacity - 1;
 	subs_link(bc, rx);
 	rx->bc = bc;
 	bc_unlock(bc);
@@ -508,6 +524,7 @@ int sb_broadcast_unsubscribe(sb_broadcast_receiver *rx)
 		bc_refill_from_senders(bc, &batch); /* it may have been the slowest */
 	bc_unlock(bc);
 	sb_waitq_after_unlock(&batch, SB_NO_WAKER);
+	rx->ring = 0;
 	rx->bc = NULL;
 	return 0;
 }
@@ -582,14 +599,14 @@ static __attribute__((noinline)) int bc_try_recv_locked(sb_broadcast_receiver *r
 	return r;
 }
 
-/* try_recv past its inline uint64_t case (broadcast.h): other sizes
- * without the lock, then with it. */
+/* try_recv past its inline case (broadcast.h): the other rings without
+ * the lock, then with it. */
 int sb_broadcast_try_recv_slow(sb_broadcast_receiver *rx, void *item)
 {
 	if (item == NULL || rx->bc == NULL)
 		return -EINVAL;
 	sb_broadcast *bc = rx->bc;
-	if (bc->item_size != sizeof(uint64_t) && bc_recv_free(rx, item) == 0)
+	if (rx->ring == 0 && bc_recv_free(rx, item) == 0)
 		return 0;
 	bc_lock(bc);
 	/* The common case under the lock: the next item is there, not

@@ -88,7 +88,7 @@ static void sizes_fit_the_contract(void **state)
 	if (sizeof(void *) != 8)
 		skip();
 	assert_int_equal(sizeof(sb_broadcast), 80);
-	assert_int_equal(sizeof(sb_broadcast_receiver), 48);
+	assert_int_equal(sizeof(sb_broadcast_receiver), 64);
 	assert_true(sizeof(sb_broadcast_send) <= 64);
 	assert_true(sizeof(sb_broadcast_recv) <= 64);
 }
@@ -274,6 +274,62 @@ static void a_receiver_used_after_unsubscribe_is_refused_with_einval(void **stat
 	assert_int_equal(recv_int(&rx), 2);
 	assert_int_equal(sb_broadcast_unsubscribe(&rx), 0);
 	assert_int_equal(sb_broadcast_destroy(&bc), 0);
+}
+
+/* The inline receive's own fields follow the ring it is subscribed to. */
+static void a_word_receiver_moved_between_rings_of_each_kind_reads_each_in_order(void **state)
+{
+	(void)state;
+	static const struct {
+		size_t capacity;
+		int policy;
+	} rings[] = {
+		{ 4, SB_BROADCAST_LAGGING },      /* the inline receive */
+		{ 3, SB_BROADCAST_LAGGING },      /* without the lock, out of line */
+		{ 1, SB_BROADCAST_LAGGING },      /* inline, one slot */
+		{ 4, SB_BROADCAST_BACKPRESSURE }, /* the lock */
+		{ 8, SB_BROADCAST_LAGGING },
+	};
+	uint64_t slots[8], v = 0, out;
+	sb_broadcast_receiver rx = SB_BROADCAST_RECEIVER_INIT;
+	assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EINVAL); /* never subscribed */
+	memset(&rx, 0, sizeof rx);
+	assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EINVAL); /* all-zero */
+	for (size_t r = 0; r < sizeof rings / sizeof rings[0]; r++) {
+		sb_broadcast bc;
+		size_t cap = rings[r].capacity;
+		assert_int_equal(sb_broadcast_init(&bc, slots, sizeof(uint64_t), cap, rings[r].policy),
+				 0);
+		assert_int_equal(sb_broadcast_subscribe(&bc, &rx), 0);
+		/* past several wraps, reading each item as it comes */
+		for (size_t i = 0; i < 3 * cap + 2; i++) {
+			v++;
+			assert_int_equal(sb_broadcast_try_send(&bc, &v), 0);
+			assert_int_equal(sb_broadcast_try_recv(&rx, &out), 0);
+			assert_int_equal(out, v);
+			assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EAGAIN);
+		}
+		if (rings[r].policy == SB_BROADCAST_LAGGING) { /* then a lag of 2 */
+			for (size_t i = 0; i < cap + 2; i++) {
+				v++;
+				assert_int_equal(sb_broadcast_try_send(&bc, &v), 0);
+			}
+			out = 0;
+			assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EOVERFLOW);
+			assert_int_equal(out, 0);
+			assert_int_equal(sb_broadcast_receiver_missed(&rx), 2);
+			for (uint64_t w = v - cap + 1; w <= v; w++) {
+				assert_int_equal(sb_broadcast_try_recv(&rx, &out), 0);
+				assert_int_equal(out, w);
+			}
+		}
+		assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EAGAIN);
+		assert_int_equal(sb_broadcast_unsubscribe(&rx), 0);
+		v++;
+		assert_int_equal(sb_broadcast_try_send(&bc, &v), 0); /* there, but not for it */
+		assert_int_equal(sb_broadcast_try_recv(&rx, &out), -EINVAL);
+		assert_int_equal(sb_broadcast_destroy(&bc), 0);
+	}
 }
 
 static void a_null_item_is_refused_and_changes_nothing(void **state)
@@ -978,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(every_subscriber_receives_every_item_in_order),
 		cmocka_unit_test(every_item_size_is_received_whole_and_a_failed_receive_copies_nothing),
 		cmocka_unit_test(a_receiver_used_after_unsubscribe_is_refused_with_einval),
+		cmocka_unit_test(a_word_receiver_moved_between_rings_of_each_kind_reads_each_in_order),
 		cmocka_unit_test(a_null_item_is_refused_and_changes_nothing),
 		cmocka_unit_test(a_lagging_receiver_is_told_how_many_it_missed_and_resumes_at_the_oldest),
 		cmocka_unit_test(a_receiver_exactly_capacity_behind_has_not_lagged),

@@ -90,18 +90,22 @@ typedef struct sb_broadcast {
 							       : 0),                          \
 	  NULL, NULL, NULL, (storage), 0, 0, (item_size), (capacity) }
 
-/* 48 bytes on 64-bit targets.  Fields are private. */
+/* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_broadcast_receiver {
 	sb_broadcast *bc;                     /* NULL while not subscribed */
 	struct sb_broadcast_receiver *next;   /* the subscriber list */
 	struct sb_broadcast_receiver *prev;
 	uint64_t cursor;                      /* the sequence number it reads next */
 	uint64_t missed;                      /* what its last -EOVERFLOW missed */
+	uintptr_t ring;                       /* the inline receive's: the address of
+	                                         bc->tail less that of cursor, or 0 */
+	uint64_t capacity;                    /* with `ring`: bc's capacity */
+	uint32_t mask;                        /* and that less 1 */
 	int waiting;                          /* a receive of it is pending */
 } sb_broadcast_receiver;
 
 /* An unsubscribed receiver (so is an all-zero one). */
-#define SB_BROADCAST_RECEIVER_INIT { NULL, NULL, NULL, 0, 0, 0 }
+#define SB_BROADCAST_RECEIVER_INIT { NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 }
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_broadcast_send {
@@ -186,7 +190,8 @@ SB_API void sb_broadcast_unlock_slow(sb_broadcast *bc);
  * The 64-bit fields an inline receive reads without the lock (`tail`,
  * `min`, a receiver's `cursor`): plain uint64_t in the struct, accessed
  * atomically by every thread that races on them (src/broadcast.c).  Each
- * caller says why its order is enough.
+ * caller says why its order is enough.  sb__broadcast_ring_tail: the word a
+ * receiver's `ring` leads to (integer arithmetic: two objects).
  */
 #if defined(__cplusplus) && defined(__GNUC__)
 #define SB__BROADCAST_INLINE 1
@@ -209,6 +214,12 @@ static inline void sb__broadcast_store_release(uint64_t *p, uint64_t v)
 {
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
+
+static inline const uint64_t *sb__broadcast_ring_tail(const sb_broadcast_receiver *rx)
+{
+	return reinterpret_cast<const uint64_t *>(reinterpret_cast<uintptr_t>(&rx->cursor) +
+						  rx->ring);
+}
 #elif !defined(__cplusplus)
 #define SB__BROADCAST_INLINE 1
 static inline uint64_t sb__broadcast_load_acquire(const uint64_t *p)
@@ -229,6 +240,11 @@ static inline void sb__broadcast_store_relaxed(uint64_t *p, uint64_t v)
 static inline void sb__broadcast_store_release(uint64_t *p, uint64_t v)
 {
 	atomic_store_explicit((SB_ATOMIC(uint64_t) *)p, v, memory_order_release);
+}
+
+static inline const uint64_t *sb__broadcast_ring_tail(const sb_broadcast_receiver *rx)
+{
+	return (const uint64_t *)((uintptr_t)&rx->cursor + rx->ring);
 }
 #endif
 
@@ -300,42 +316,48 @@ static inline int sb__broadcast_send_idle(sb_broadcast *bc, const void *item)
  * The receive of a lagging ring's next uint64_t-sized item without the lock
  * (the sequence lock of src/broadcast.c and docs/design.md): 0 with the
  * item copied and the cursor moved, or SB_PENDING, `item` untouched, when
- * the library must decide: back-pressure, another size, nothing new, a
- * lag, or a send that began overwriting the slot during the read.  `rx`
- * must be subscribed.
+ * the library must decide: not such a ring (back-pressure, another size, a
+ * capacity not a power of two, not subscribed: `ring` is 0), nothing new,
+ * a lag, or a send that began overwriting the slot during the read.
  */
 static inline int sb__broadcast_recv_word(sb_broadcast_receiver *rx, void *item)
 {
-	sb_broadcast *bc = rx->bc;
-	/* relaxed: BACKPRESSURE is written by init only. */
-	size_t state = sb__state_load_relaxed(&bc->q);
-	if ((state & SB_BROADCAST_STATE_BACKPRESSURE) || bc->item_size != sizeof(uint64_t))
-		return SB_PENDING;
 	uint64_t cursor = rx->cursor; /* its owner's */
-	uint32_t capacity = bc->capacity;
-	/* acquire: the slot holds item `cursor` or a later one (pairs with
-	 * bc_publish_as's release store of tail). */
-	uint64_t tail = sb__broadcast_load_acquire(&bc->tail);
-	if (tail - cursor - 1 >= capacity) /* nothing new, or lagged: the lock decides */
+	/* &bc->tail, or &rx->cursor itself when `ring` is 0: then it reads as
+	 * "nothing new" with no test of its own (an all-zero receiver too). */
+	const uint64_t *seq = sb__broadcast_ring_tail(rx);
+#if defined(__GNUC__)
+	/* Hides that a receiver the compiler knows to be all-zero leads to its
+	 * own cursor: the reads past the test below would warn for it (they
+	 * are dead then). */
+	__asm__("" : "+r"(seq));
+#endif
+	/* acquire: item `cursor` is in its slot, or a later one is (pairs with
+	 * sb__broadcast_publish_word's release store of tail). */
+	if (sb__broadcast_load_acquire(seq) == cursor) /* nothing new */
 		return SB_PENDING;
+	const sb_broadcast *bc = SB_CONTAINER_OF(seq, sb_broadcast, tail);
+	uint64_t next = cursor + 1;
 	/* acquire: a word of a later send carries that send's `begun` store
-	 * (pairs with bc_slot_store's release). */
+	 * (pairs with sb__broadcast_publish_word's release store of it). */
 	uint64_t v = sb__broadcast_load_acquire(SB_CAST(const uint64_t *, bc->slots) +
-						sb__broadcast_index(capacity, cursor));
-	/* relaxed: after the acquire load above, it shows the `begun` store
-	 * (`min`) of the send whose word that load read, if a later one. */
+						(cursor & rx->mask));
+	/* relaxed: after the acquire loads above, it shows the `begun` store
+	 * (`min`) of the send whose word the slot load read, if a later one,
+	 * and of item tail - 1 (so begun >= tail: a lag fails it too). */
 	uint64_t begun = sb__broadcast_load_relaxed(&bc->min);
-	if (begun - cursor > capacity) /* item cursor + capacity began: maybe torn */
+	if (begun - next >= rx->capacity) /* lagged, or item cursor + capacity began */
 		return SB_PENDING;
 #if defined(__GNUC__)
-	/* Hides where `item` comes from: a caller of another item size would
-	 * otherwise get a warning for this branch, dead for it (as
-	 * sb__channel_copy). */
-	__asm__("" : "+r"(item));
+	/* An object the compiler knows to be smaller than the item is not a
+	 * caller's of such a ring: the branch is dead for it, which the copy
+	 * would otherwise warn overruns it. */
+	if (__builtin_object_size(item, 0) < sizeof v)
+		return SB_PENDING;
 #endif
 	memcpy(item, &v, sizeof v);
 	/* relaxed: unread() takes the lock and wants a snapshot only. */
-	sb__broadcast_store_relaxed(&rx->cursor, cursor + 1);
+	sb__broadcast_store_relaxed(&rx->cursor, next);
 	return 0;
 }
 #endif
@@ -361,12 +383,13 @@ SB_INLINE int sb_broadcast_try_send(sb_broadcast *bc, const void *item)
  * new), -EOVERFLOW (lagged: see sb_broadcast_receiver_missed; nothing was
  * copied, and the next receive gets the oldest item held), -EPIPE (closed,
  * and rx has read everything) or -EINVAL.  Inline: a lagging broadcast's
- * next item of uint64_t size is read with no lock and no read-modify-write.
+ * next item of uint64_t size, when its capacity is a power of two, is read
+ * with no call, no lock and no read-modify-write.
  */
 SB_INLINE int sb_broadcast_try_recv(sb_broadcast_receiver *rx, void *item)
 {
 #ifdef SB__BROADCAST_INLINE
-	if (item && rx->bc && sb__broadcast_recv_word(rx, item) == 0)
+	if (item && sb__broadcast_recv_word(rx, item) == 0)
 		return 0;
 #endif
 	return sb_broadcast_try_recv_slow(rx, item);

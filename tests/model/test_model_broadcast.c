@@ -3,8 +3,9 @@
  * Systematic interleavings of syncband/broadcast.h (sched.c, README.md in
  * this folder): a send overwriting the slot a lagging receiver reads (ints,
  * and wide items copied unit by unit without the lock), a receive without
- * the lock racing a send's publication, a subscribe racing sends, an unsubscribe racing a back-pressured sender's
- * re-poll or cancel, and close racing waiting sends and receives, each
+ * the lock racing a send's publication (ints, and the inline 8-byte
+ * receive), a subscribe racing sends, an unsubscribe racing a
+ * back-pressured sender's re-poll or cancel, and close racing waiting sends and receives, each
  * explored over every schedule within the bounds, then over random ones,
  * under sequential consistency and under the weak (release/acquire) model.
  *
@@ -431,6 +432,26 @@ static void torn_t1(void *p)
 	if (r == 0)
 		MODEL_CHECK(c->seq[0][0] == 0);
 }
+/*
+ * The inline receive of an 8-byte item racing the publication of the item
+ * that overwrites the slot it read last (capacity 1: receiver 0 read item 0
+ * in setup): t0 sends item 1, t1 reads once, getting item 1 or -EAGAIN,
+ * never item 0 again (a read that saw the send begun but not published).
+ */
+static void pub8_setup(void *p)
+{
+	bc_ctx *c = p;
+	torn_setup_size(c, 8);
+	MODEL_CHECK(try_recv_wide(c) == 0 && c->seq[0][0] == 0);
+}
+static void pub8_t1(void *p)
+{
+	bc_ctx *c = p;
+	int r = try_recv_wide(c);
+	MODEL_CHECK(r == 0 || r == -EAGAIN);
+	if (r == 0)
+		MODEL_CHECK(c->seq[0][1] == 1);
+}
 static void torn_check(void *p)
 {
 	bc_ctx *c = p;
@@ -618,6 +639,8 @@ static const sb_model_scenario pairs[] = {
 	  sizeof(bc_ctx), torn16_setup, { torn_t0, torn_t1 }, torn_check },
 	{ "broadcast: a send overwriting an 8-byte item a lagging receiver copies", 2,
 	  sizeof(bc_ctx), torn8_setup, { torn_t0, torn_t1 }, torn_check },
+	{ "broadcast: an inline 8-byte receive racing a send's publication", 2, sizeof(bc_ctx),
+	  pub8_setup, { torn_t0, pub8_t1 }, torn_check },
 	{ "broadcast: a send overwriting a 3-byte item a lagging receiver copies", 2,
 	  sizeof(bc_ctx), torn3_setup, { torn_t0, torn_t1 }, torn_check },
 	{ "broadcast: subscribe racing sends", 2, sizeof(bc_ctx), sub_setup, { sub_t0, sub_t1 },

@@ -15,7 +15,8 @@
 
 #include "../cpu.h"
 
-/* How long the loop watches its inbox before it sleeps (a few microseconds). */
+/* How long the loop watches its inbox before it sleeps (a few microseconds;
+ * 14 us where a pause takes 55 ns, as on the 2-core VM). */
 #define INBOX_SPINS 256
 
 /* Tasks polled per loop iteration before the inbox, CQEs and timers are looked at. */
@@ -154,6 +155,22 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 }
 
 /*
+ * Whether the short spin (spin_for_inbox's INBOX_SPINS looks, no yield) may
+ * run: only while no more loops are awake than cores.  With more, a loop
+ * that pauses without yielding keeps one that has work off its core, and
+ * the idle spin (which yields between looks) watches the inbox instead.
+ * On the 2-core VM a pause takes 55 ns, so the short spin is 14 us, and
+ * with pinned tasks on 16 executor threads (contention/semaphore-16-threads)
+ * it was 19 % of the processor time, and a handoff to a task on another
+ * thread could wait for it (docs/measurements.md, "Pinned tasks and the
+ * executor's short spin").
+ */
+static bool short_spin_allowed(void)
+{
+	return sb__ring_loops_awake() <= sb_cpu_count();
+}
+
+/*
  * The sleep protocol: publish "sleeping", re-check the inbox (and a stop
  * request), then enter the kernel until a CQE arrives: a doorbell, the
  * eventfd read, or the timeout armed for the earliest timer.
@@ -161,7 +178,7 @@ static bool idle_spin(sb_executor *ex, enum loop_mode mode)
 static void park(sb_executor *ex, enum loop_mode mode)
 {
 	struct sb_executor_impl *impl = ex->impl;
-	if (spin_for_inbox(ex, INBOX_SPINS) || idle_spin(ex, mode))
+	if ((short_spin_allowed() && spin_for_inbox(ex, INBOX_SPINS)) || idle_spin(ex, mode))
 		return;
 	sb__ring_arm_eventfd(ex);
 	sb__ring_count_asleep(); /* a waker that rings us counts us back */

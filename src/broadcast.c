@@ -808,7 +808,8 @@ int sb_broadcast_send_blocking(sb_broadcast *bc, const void *item, uint64_t time
 	 * slots; a sender that queued instead would be woken - a futex wake and
 	 * a context switch - for every slot the slowest receiver frees
 	 * (docs/design.md). */
-	r = sb_park_retry_before_wait(bc_try_send_op, &(bc_try_send_args){ bc, item }, &timeout_ns);
+	r = sb_park_retry_before_wait(bc_try_send_op, &(bc_try_send_args){ bc, item }, &timeout_ns,
+				      0); /* no looks: measured for the channel only */
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_send f;
@@ -840,7 +841,8 @@ int sb_broadcast_recv_blocking(sb_broadcast_receiver *rx, void *item, uint64_t t
 	 * threads than cores the sender runs meanwhile, and a receiver that
 	 * finds the next item without queueing costs the sender no wake (one
 	 * futex wake per waiting receiver per item otherwise; docs/design.md). */
-	r = sb_park_retry_before_wait(bc_try_recv_op, &(bc_try_recv_args){ rx, item }, &timeout_ns);
+	r = sb_park_retry_before_wait(bc_try_recv_op, &(bc_try_recv_args){ rx, item }, &timeout_ns,
+				      0); /* no looks: measured for the channel only */
 	if (r != -EAGAIN)
 		return r;
 	sb_broadcast_recv f;

@@ -1229,6 +1229,30 @@ static int ch_try_recv_op(void *arg)
 	return sb_channel_try_recv(a->ch, a->item);
 }
 
+/*
+ * The looks, a few pauses apart, that a blocking send or receive on a small
+ * channel makes before its yields (sb_park_retry_before_wait's spin_steps),
+ * and the largest capacity that makes them.  With a few slots nothing
+ * batches: nearly every item is a hand-over, which the other side makes
+ * within a microsecond or so, while each yield costs a system call.  With
+ * more, a thread that yields comes back to a run of free slots (or items)
+ * and moves them without a hand-over each, where one that looks again
+ * within a pause moves one.  (Looks that find nothing make the thread skip
+ * them for a while: park.h.)  Both numbers are measured, not derived
+ * (spsc-cap-1 from 1.3 x crossbeam to 1.1 x; at capacity 8 one sender
+ * and one receiver already slower with the looks): docs/design.md
+ * ("Retrying before waiting").
+ * None on a rendezvous (no slot; its send does not retry at all).
+ */
+#define CH_SPIN_STEPS 48u
+#define CH_SPIN_MAX_CAPACITY 4u
+
+static unsigned ch_retry_spin_steps(const sb_channel *ch)
+{
+	uint32_t cap = ch_capacity(ch); /* fixed at init */
+	return cap >= 1 && cap <= CH_SPIN_MAX_CAPACITY ? CH_SPIN_STEPS : 0;
+}
+
 int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_ns)
 {
 	/* The future's first poll would decide the same way; this skips the
@@ -1236,14 +1260,15 @@ int sb_channel_send_blocking(sb_channel *ch, const void *item, uint64_t timeout_
 	int r = sb_channel_try_send(ch, item);
 	if (r != -EAGAIN)
 		return r;
-	/* A few yields and retries before queueing: a slot often frees
+	/* A few retries (pauses, then yields) before queueing: a slot often frees
 	 * meanwhile, and a sender that waits without queueing costs the
 	 * receivers no handoff nor wake (docs/design.md).  Not on a
 	 * rendezvous: its item moves only to a receiver that finds it queued
 	 * (a retrying receiver), so there it queues at once. */
 	if (ch_capacity(ch) > 0) { /* fixed at init */
 		r = sb_park_retry_before_wait(ch_try_send_op,
-					      &(ch_try_args){ ch, (void *)item }, &timeout_ns);
+					      &(ch_try_args){ ch, (void *)item }, &timeout_ns,
+					      ch_retry_spin_steps(ch));
 		if (r != -EAGAIN)
 			return r;
 	}
@@ -1258,7 +1283,8 @@ int sb_channel_recv_blocking(sb_channel *ch, void *item, uint64_t timeout_ns)
 	int r = sb_channel_try_recv(ch, item); /* as in the send */
 	if (r != -EAGAIN)
 		return r;
-	r = sb_park_retry_before_wait(ch_try_recv_op, &(ch_try_args){ ch, item }, &timeout_ns);
+	r = sb_park_retry_before_wait(ch_try_recv_op, &(ch_try_args){ ch, item }, &timeout_ns,
+				       ch_retry_spin_steps(ch));
 	if (r != -EAGAIN)
 		return r;
 	sb_channel_recv f;

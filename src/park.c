@@ -89,25 +89,76 @@ bool sb_park_streak_allows_spin(uint64_t now)
 }
 
 /*
- * sb_park_retry_before_wait (park.h): SB_PARK_RETRY_YIELDS yields, each
- * followed by a try.  None in the model-check build, for the reason the
- * parker spins none there.  Why yields and not pauses, and the numbers:
- * docs/design.md ("Channels: retrying before waiting").
+ * sb_park_retry_before_wait (park.h): `spin_steps` looks a few pauses
+ * apart, then SB_PARK_RETRY_YIELDS yields, each followed by a try.  None of
+ * either in the model-check build, for the reason the parker spins none
+ * there.  Why yields, why pauses only where the caller asks, and the
+ * numbers: docs/design.md ("Channels: retrying before waiting").
  */
 #ifdef SB_MODEL_CHECK
-static const unsigned PARK_RETRY_YIELDS = 0;
+static const bool PARK_RETRIES = false;
 #else
-static const unsigned PARK_RETRY_YIELDS = SB_PARK_RETRY_YIELDS;
+static const bool PARK_RETRIES = true;
 #endif
 
-int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns)
+/*
+ * This thread's looks history (park.h): how many of its next retries skip
+ * their looks, and how many the last looks that found nothing made it
+ * skip (0 once looks found something), doubling up to
+ * SB_PARK_LOOKS_MAX_SKIP.  Thread-local as the streak above.
+ */
+static _Thread_local unsigned park_looks_skip __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned park_looks_backoff __attribute__((tls_model("initial-exec")));
+
+/* The pauses before look `k`: 1, 2, then 4 each. */
+static unsigned park_retry_pauses(unsigned k)
 {
-	if (PARK_RETRY_YIELDS == 0 || *timeout_ns == 0)
+	return k < 2 ? 1u << k : 4u;
+}
+
+/* Whether this retry looks, by the history; counts a skipped one. */
+static bool park_looks_allowed(void)
+{
+	if (park_looks_skip == 0)
+		return true;
+	park_looks_skip--;
+	return false;
+}
+
+/* Records what looks found: something (`found`) or nothing. */
+static void park_looks_found(bool found)
+{
+	if (found) {
+		park_looks_backoff = 0;
+		return;
+	}
+	park_looks_backoff = park_looks_backoff == 0 ? 1
+			     : park_looks_backoff < SB_PARK_LOOKS_MAX_SKIP / 2 ? 2 * park_looks_backoff
+									      : SB_PARK_LOOKS_MAX_SKIP;
+	park_looks_skip = park_looks_backoff;
+}
+
+int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns,
+			      unsigned spin_steps)
+{
+	if (!PARK_RETRIES || *timeout_ns == 0)
 		return -EAGAIN;
 	bool timed = *timeout_ns != SB_TIMEOUT_INFINITE;
 	uint64_t start = timed ? sb_now_ns() : 0;
 	int r = -EAGAIN;
-	for (unsigned i = 0; i < PARK_RETRY_YIELDS && r == -EAGAIN; i++) {
+	if (spin_steps > 0 && park_looks_allowed()) {
+		unsigned k = 0;
+		for (; k < spin_steps && r == -EAGAIN; k++) {
+			if (timed && sb_now_ns() - start >= *timeout_ns)
+				break;
+			for (unsigned j = park_retry_pauses(k); j > 0; j--)
+				sb_cpu_relax();
+			r = try_op(arg);
+		}
+		if (r != -EAGAIN || k == spin_steps) /* not cut short by the timeout */
+			park_looks_found(r != -EAGAIN);
+	}
+	for (unsigned i = 0; i < SB_PARK_RETRY_YIELDS && r == -EAGAIN; i++) {
 		if (timed && sb_now_ns() - start >= *timeout_ns)
 			break;
 		sched_yield();

@@ -40,15 +40,23 @@ void sb_park_give_spin_slot(void);
 /*
  * Before a blocking operation that cannot complete now queues a waiter,
  * retries it for a short, bounded while: calls `try_op(arg)` after each of
- * up to SB_PARK_RETRY_YIELDS sched_yield() calls - which hand the core to
+ * up to `spin_steps` short pauses (a CPU spin-wait hint 1, 2, then 4 times
+ * each: looks, which take no spinning slot), then after each of up to
+ * SB_PARK_RETRY_YIELDS sched_yield() calls - which hand the core to
  * whichever thread can run there, so unlike a spin they need no spinning
- * slot.  Returns try_op's result once it is not -EAGAIN, or -EAGAIN when
- * the retries ran out or `*timeout_ns` passed (0: no retry at all); takes
- * what it spent off *timeout_ns.  None in the model-check build.  Why and
- * the measurements: docs/design.md ("Channels: retrying before waiting").
+ * slot either.  Looks that all found -EAGAIN make this thread's next
+ * retries skip their looks: the next one, then 2, 4, ... up to
+ * SB_PARK_LOOKS_MAX_SKIP after each such miss in a row, none again once
+ * looks found something.  Returns try_op's result once it is not -EAGAIN,
+ * or -EAGAIN when the retries ran out or `*timeout_ns` passed (0: no retry
+ * at all); takes what it spent off *timeout_ns.  None in the model-check
+ * build.  Why and the measurements: docs/design.md ("Channels: retrying
+ * before waiting").
  */
 #define SB_PARK_RETRY_YIELDS 8u
-int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns);
+#define SB_PARK_LOOKS_MAX_SKIP 64u
+int sb_park_retry_before_wait(int (*try_op)(void *arg), void *arg, uint64_t *timeout_ns,
+			      unsigned spin_steps);
 
 /*
  * The spin of an eventually fair lock's blocking wait before it queues (the

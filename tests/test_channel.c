@@ -1873,6 +1873,55 @@ static void blocking_waits_are_ended_by_close(void **state)
 }
 
 /*
+ * At capacity 1 every item is a hand-over, where a blocking wait looks
+ * again a few pauses apart before it yields and queues (docs/design.md,
+ * "Retrying before waiting"): many items between a sender thread and a
+ * receiver thread each arrive once and in order.
+ */
+typedef struct counting_receiver {
+	sb_channel *ch;
+	int n;
+	int result;
+	int next; /* the item expected next: how many arrived in order */
+} counting_receiver;
+
+static void *receive_in_order(void *p)
+{
+	counting_receiver *a = p;
+	a->result = 0;
+	while (a->next < a->n) {
+		int v = UNTOUCHED;
+		a->result = sb_channel_recv_blocking(a->ch, &v, SB_TIMEOUT_INFINITE);
+		if (a->result != 0 || v != a->next)
+			break;
+		a->next++;
+	}
+	return NULL;
+}
+
+static void capacity_1_hand_overs_between_blocking_threads_lose_and_double_nothing(void **state)
+{
+	(void)state;
+	sb_watchdog wd;
+	sb_watchdog_start(&wd, 60, "capacity-1 hand-overs between blocking threads");
+	enum { N = 20000 };
+	int slots[1];
+	sb_channel ch;
+	assert_int_equal(sb_channel_init(&ch, slots, sizeof(int), 1), 0);
+	counting_receiver a = { .ch = &ch, .n = N };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, receive_in_order, &a), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(sb_channel_send_blocking(&ch, &i, SB_TIMEOUT_INFINITE), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.result, 0);
+	assert_int_equal(a.next, N);
+	assert_empty_and_open(&ch);
+	assert_int_equal(sb_channel_destroy(&ch), 0);
+	sb_watchdog_stop(&wd);
+}
+
+/*
  * Both sides wait with short timeouts, so a timeout often races the
  * handoff: a send that times out must not have been taken (else the receiver
  * sees an item twice) and a receive that times out must have received
@@ -2224,6 +2273,7 @@ int main(void)
 		cmocka_unit_test(a_blocking_recv_that_times_out_returns_etimedout_and_loses_nothing),
 		cmocka_unit_test(blocking_send_and_recv_meet_across_threads),
 		cmocka_unit_test(blocking_waits_are_ended_by_close),
+		cmocka_unit_test(capacity_1_hand_overs_between_blocking_threads_lose_and_double_nothing),
 		cmocka_unit_test(timed_out_blocking_sends_and_receives_lose_and_double_nothing),
 		cmocka_unit_test(many_senders_and_receivers_move_every_item_exactly_once_in_per_sender_order),
 	};

@@ -563,8 +563,9 @@ static void pc_check(void *p)
  * re-arms while a reader holds, ending QUIET), setup's reader leaves
  * (without the queue lock while QUIET holds), and a new reader arrives
  * (passing the writer without the lock within the budget) and leaves: the
- * last of them must wake the writer if it re-armed, and no reader may see
- * the writer's section.
+ * last of them must wake the writer if it re-armed, no reader may see the
+ * writer's section, and the writer sees what setup's reader wrote before
+ * its unlock (under the weak model: that unlock happens-before its entry).
  */
 static void qw_setup(void *p)
 {
@@ -581,6 +582,7 @@ static void qw_writer(void *p)
 {
 	rw_ctx *c = p;
 	if (drive_queued(c, 0) == 0) {
+		consume(c); /* setup's reader left before we entered */
 		writer_section(c);
 		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
 	}
@@ -589,6 +591,7 @@ static void qw_reader_leaves(void *p)
 {
 	rw_ctx *c = p;
 	reader_section(c);
+	publish(c); /* what a reader did, seen by the next writer */
 	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
 }
 static void qw_reader_arrives(void *p)
@@ -639,6 +642,7 @@ static void sr_writer(void *p)
 	rw_ctx *c = p;
 	sb_rwlock_write_init(&c->f[1], &c->rw);
 	if (drive(c, 1) == 0) {
+		consume(c); /* setup's reader left before we entered */
 		writer_section(c);
 		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
 	}

@@ -112,8 +112,8 @@
  *     from a word without HELD, and never while an upgrade is pending.
  *     With a writer queued nearly all the time, the read-mostly rows took
  *     the queue lock at 0.9-1.1 barges and 0.6-0.8 last-reader unlocks an
- *     operation, 60 % of their profile; with the hints 5 to 70 times
- *     fewer queue-lock sections (docs/measurements.md).
+ *     operation, 60 % of their profile; with the hints they take it 5 to
+ *     23 times less often (docs/measurements.md).
  */
 
 /* The rwlock's bits of the word (the queue's are below). */

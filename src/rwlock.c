@@ -103,10 +103,9 @@
  *     passes needs no hints), a barge that passes it or enters beside it,
  *     the last reader's unlock that finds a woken reader there.  They are
  *     cleared by whoever ends that state under the lock: a retry (SHARED
- *     and QUIET when it waits again, all of them when it takes the lock),
- *     a cancel (all of them), a handoff phase's start (all: a phase has
- *     none); a budget cleared so is not taken back out of the count, so the
- *     head's next check comes early, never late.  So
+ *     and QUIET when it waits again, all of them when it takes the lock:
+ *     it was the head, the budget's owner), the head's cancel (all of
+ *     them), a handoff phase's start (all: a phase has none).  So
  *     they are nonzero only in the eventually fair mode, outside a phase,
  *     with waiters queued; lock-free readers and unlocks read them only
  *     from a word without HELD, and never while an upgrade is pending.
@@ -866,8 +865,8 @@ static int rw_retry(sb_rwlock_lock *f, const sb_waker *waker)
 		}
 		assert(r == SB_WAITER_WOKEN);
 		if (rw->handoff_left == 0 && rw_decide(word, f->kind, &next) == 0) {
-			/* The hints go: the head's with it, and a budget left
-			 * is not taken back (the check comes early, never late). */
+			/* The hints go with us: a woken waiter behind a writer
+			 * at the head, the budget's owner, cannot be. */
 			next &= ~RW_HINT_BITS;
 			(void)sb_waitq_unlink(&rw->q, node); /* its waker was spent */
 			rw_unlock_publish(rw, next);
@@ -953,18 +952,23 @@ void sb_rwlock_lock_cancel(sb_rwlock_lock *f)
 		rw_upgrade_cancel(f);
 		return;
 	}
-	size_t remaining;
+	/* sb_waitq_lock_for_cancel, with a look at the head in between */
+	size_t remaining = sb_waiter_load(&f->waiter);
 	sb_waker mine;
-	if (sb_waitq_lock_for_cancel(&rw->q, &f->waiter, &remaining, &mine)) {
-		/* Unlinked: if it was the head, those behind may enter now.
-		 * Woken but never tried, it passes the wake on (the node's
-		 * waker is a stale copy, already woken). */
-		if (remaining == SB_WAITER_WOKEN)
-			mine = SB_NO_WAKER;
-		/* The head may have changed: the hints go (a budget left
-		 * is not taken back: the check comes early, never late). */
-		rw_grant_and_unlock(rw, rw_load(rw) & RW_BITS & ~RW_HINT_BITS, mine, false);
-		return;
+	if (!sb_waiter_is_detached(remaining)) {
+		size_t word = rw_lock(rw);
+		bool head = sb_waitq_front(&rw->q) == &f->waiter;
+		if (sb_waitq_cancel_or_unlock(&rw->q, &f->waiter, &remaining, &mine)) {
+			/* Unlinked: if it was the head, those behind may enter
+			 * now, and its hints go with it (a budget's count with
+			 * its owner); behind it, the head keeps them.  Woken but
+			 * never tried, it passes the wake on (the node's waker
+			 * is a stale copy, already woken). */
+			if (remaining == SB_WAITER_WOKEN)
+				mine = SB_NO_WAKER;
+			rw_grant_and_unlock(rw, head ? word & ~RW_HINT_BITS : word, mine, false);
+			return;
+		}
 	}
 	if (remaining == SB_WAITER_GRANTED)
 		rw_release(rw, rw_giveback_of(f->kind));

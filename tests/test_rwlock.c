@@ -1053,6 +1053,125 @@ static void try_read_passes_a_queued_writer_within_the_bound(void **state)
 	assert_int_equal(sb_rwlock_destroy(&rw), 0);
 }
 
+/*
+ * Readers pass a woken writer (the barge budget: without the queue lock
+ * between the checks), and it is compared with the bound at the same passes
+ * as without a budget: timed at the first, checked at every 16th, caught at
+ * the first check past the bound; the last reader's unlocks wake nobody.
+ */
+static void readers_pass_a_woken_writer_until_a_check_finds_it_overdue(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w;
+	counting_waker cw;
+	const uint64_t step = BOUND / 64;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 1); /* woken; it has not retried */
+	int before = clock_reads;
+	int passes = 0;
+	for (; passes < 1000; passes++) {
+		fake_now += step;
+		if (sb_rwlock_try_read(&rw) != 0)
+			break;
+		assert_int_equal(sb_rwlock_read_unlock(&rw), 0); /* the last reader */
+	}
+	/* passes 0, 16, ..., 64 read the clock, 80 finds it overdue and starts
+	 * a phase, whose end (the writer's grant) reads it once more */
+	assert_int_equal(passes, 5 * PASSES_PER_CHECK);
+	assert_int_equal(clock_reads - before, 7);
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_true(sb_rwlock_is_write_locked(&rw)); /* handed to it */
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+/*
+ * A woken writer whose retry loses to barging readers waits again, and the
+ * last of them wakes it again: its retry ended the budget those readers
+ * passed it with.
+ */
+static void a_woken_writer_that_loses_its_retry_is_woken_by_the_last_reader(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w;
+	counting_waker cw;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_int_equal(sb_rwlock_try_read(&rw), 0); /* passes it, timing it */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(poll_with(&w, &cw), SB_PENDING); /* lost: re-armed */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0); /* the last one */
+	assert_int_equal(atomic_load(&cw.wakes), 2);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+/*
+ * Cancelling a woken writer that readers were passing lets the writer
+ * behind it be woken by the last reader.
+ */
+static void cancel_of_a_passed_woken_writer_lets_the_last_reader_wake_the_next(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w[2];
+	counting_waker cw[2];
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w[0], &rw, SB_RWLOCK_WRITE, &cw[0]), SB_PENDING);
+	assert_int_equal(start(&w[1], &rw, SB_RWLOCK_WRITE, &cw[1]), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw[0].wakes), 1);
+	assert_int_equal(sb_rwlock_try_read(&rw), 0); /* passes it, timing it */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	sb_rwlock_lock_cancel(&w[0]);
+	assert_int_equal(atomic_load(&cw[1].wakes), 0); /* readers hold it */
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw[1].wakes), 1);
+	assert_int_equal(poll_with(&w[1], &cw[1]), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
+/*
+ * With readers passing a woken writer, an upgrade queued meanwhile is still
+ * granted by the last plain reader's unlock.
+ */
+static void the_last_reader_past_a_woken_writer_grants_a_pending_upgrade(void **state)
+{
+	(void)state;
+	sb_rwlock rw = SB_RWLOCK_INIT;
+	sb_rwlock_lock w, up;
+	counting_waker cw, cu;
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&w, &rw, SB_RWLOCK_WRITE, &cw), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cw.wakes), 1);
+	assert_int_equal(sb_rwlock_try_upgradable_read(&rw), 0); /* passes it */
+	assert_int_equal(sb_rwlock_try_read(&rw), 0);
+	assert_int_equal(start(&up, &rw, SB_RWLOCK_UPGRADE, &cu), SB_PENDING);
+	assert_int_equal(sb_rwlock_read_unlock(&rw), 0);
+	assert_int_equal(atomic_load(&cu.wakes), 1);
+	assert_true(sb_rwlock_is_write_locked(&rw));
+	assert_int_equal(poll_with(&up, &cu), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(poll_with(&w, &cw), 0);
+	assert_int_equal(sb_rwlock_write_unlock(&rw), 0);
+	assert_int_equal(sb_rwlock_destroy(&rw), 0);
+}
+
 static void a_queue_served_in_order_with_nobody_passing_never_reads_the_clock(void **state)
 {
 	(void)state;
@@ -1274,6 +1393,10 @@ int main(void)
 		cmocka_unit_test(a_write_unlock_wakes_the_queued_readers_without_granting_and_a_writer_may_barge),
 		cmocka_unit_test(a_reader_that_queues_behind_a_woken_run_is_woken_by_the_next_write_unlock),
 		cmocka_unit_test(try_read_passes_a_queued_writer_within_the_bound),
+		cmocka_unit_test(readers_pass_a_woken_writer_until_a_check_finds_it_overdue),
+		cmocka_unit_test(a_woken_writer_that_loses_its_retry_is_woken_by_the_last_reader),
+		cmocka_unit_test(cancel_of_a_passed_woken_writer_lets_the_last_reader_wake_the_next),
+		cmocka_unit_test(the_last_reader_past_a_woken_writer_grants_a_pending_upgrade),
 		cmocka_unit_test(a_queue_served_in_order_with_nobody_passing_never_reads_the_clock),
 		cmocka_unit_test(a_writer_is_not_starved_by_a_stream_of_readers),
 		cmocka_unit_test(readers_are_not_starved_by_a_stream_of_writers_and_a_woken_head_is_granted),

@@ -74,7 +74,9 @@ typedef struct sb_rwlock {
  *   bit 4    SB_RWLOCK_STATE_UPGRADABLE  the upgradable read is held
  *   bit 5    SB_RWLOCK_STATE_UPGRADING   its upgrade is pending (its node is
  *                                        sb_rwlock.upgrading, in no queue)
- *   bits 6-  the plain readers holding the lock (the upgradable reader is not
+ *   bits 6-11 private (the eventually fair mode's hints to lock-free
+ *            readers, nonzero only with SB_WAITQ_NONEMPTY; src/rwlock.c)
+ *   bits 12- the plain readers holding the lock (the upgradable reader is not
  *            counted), one SB_RWLOCK_STATE_READER_ONE each
  *
  * So an uncontended read lock is CAS(+READER_ONE) on a word with none of
@@ -86,10 +88,10 @@ typedef struct sb_rwlock {
 #define SB_RWLOCK_STATE_WRITER (SB_CAST(size_t, 1) << SB_WAITQ_STATE_SHIFT)
 #define SB_RWLOCK_STATE_UPGRADABLE (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 1))
 #define SB_RWLOCK_STATE_UPGRADING (SB_CAST(size_t, 1) << (SB_WAITQ_STATE_SHIFT + 2))
-#define SB_RWLOCK_STATE_READERS_SHIFT (SB_WAITQ_STATE_SHIFT + 3)
+#define SB_RWLOCK_STATE_READERS_SHIFT (SB_WAITQ_STATE_SHIFT + 9)
 #define SB_RWLOCK_STATE_READER_ONE (SB_CAST(size_t, 1) << SB_RWLOCK_STATE_READERS_SHIFT)
 
-/* The most plain readers at once (2^58 - 1 on 64-bit targets). */
+/* The most plain readers at once (2^52 - 1 on 64-bit targets). */
 #define SB_RWLOCK_MAX_READERS (SIZE_MAX >> SB_RWLOCK_STATE_READERS_SHIFT)
 
 /* Static initialisers: an unlocked eventually fair / strict FIFO rwlock. */

@@ -13,7 +13,8 @@
  * FIFO, and eventually fair with the model's clock standing still (nobody
  * overdue: wakes, retries and barging), and two more run the fair mode's
  * handoff phase (one with a cancel after its grant), the clock moved past
- * the bound in their setups.
+ * the bound in their setups, and two more the hints that let readers pass a
+ * woken head without the queue lock.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -555,6 +556,104 @@ static void pc_check(void *p)
 	check_free(c);
 }
 
+/* --- readers passing a woken writer vs its retry ------------------------
+ * Eventually fair mode.  A reader holds; a writer is queued; the reader
+ * leaves, waking it, and setup's reader passes it (timing it: the word gets
+ * QUIET and a budget, the hints of src/rwlock.c).  The writer retries (and
+ * re-arms while a reader holds, ending QUIET), setup's reader leaves
+ * (without the queue lock while QUIET holds), and a new reader arrives
+ * (passing the writer without the lock within the budget) and leaves: the
+ * last of them must wake the writer if it re-armed, no reader may see the
+ * writer's section, and the writer sees what setup's reader wrote before
+ * its unlock (under the weak model: that unlock happens-before its entry).
+ */
+static void qw_setup(void *p)
+{
+	rw_ctx *c = p;
+	setup_wakers(c);
+	MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0);
+	sb_rwlock_write_init(&c->f[0], &c->rw);
+	MODEL_CHECK(poll_rw(c, 0) == SB_PENDING);
+	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0); /* the first pass */
+}
+static void qw_writer(void *p)
+{
+	rw_ctx *c = p;
+	if (drive_queued(c, 0) == 0) {
+		consume(c); /* setup's reader left before we entered */
+		writer_section(c);
+		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
+	}
+}
+static void qw_reader_leaves(void *p)
+{
+	rw_ctx *c = p;
+	reader_section(c);
+	publish(c); /* what a reader did, seen by the next writer */
+	MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+}
+static void qw_reader_arrives(void *p)
+{
+	rw_ctx *c = p;
+	sb_rwlock_read_init(&c->f[1], &c->rw);
+	if (drive(c, 1) == 0) {
+		reader_section(c);
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	}
+}
+static void qw_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[0] == 0 && c->r[1] == 0);
+	check_free(c);
+}
+
+/* --- readers beside a woken reader vs its retry and an arriving writer ----
+ * Eventually fair mode.  A writer holds; a reader is queued; the write
+ * unlock wakes it, and setup's reader enters beside it (the word gets
+ * SHARED).  The woken reader retries (leaving the queue, which ends SHARED),
+ * setup's reader leaves (without the queue lock while SHARED holds), and a
+ * writer arrives, queueing behind the woken reader or passing it: whoever
+ * of the readers leaves last must wake it if it queued.
+ */
+static void sr_setup(void *p)
+{
+	rw_ctx *c = p;
+	setup_wakers(c);
+	MODEL_CHECK(sb_rwlock_try_write(&c->rw) == 0);
+	sb_rwlock_read_init(&c->f[0], &c->rw);
+	MODEL_CHECK(poll_rw(c, 0) == SB_PENDING);
+	MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(sb_rwlock_try_read(&c->rw) == 0); /* beside it */
+}
+static void sr_woken_reader(void *p)
+{
+	rw_ctx *c = p;
+	if (drive_queued(c, 0) == 0) {
+		reader_section(c);
+		MODEL_CHECK(sb_rwlock_read_unlock(&c->rw) == 0);
+	}
+}
+static void sr_writer(void *p)
+{
+	rw_ctx *c = p;
+	sb_rwlock_write_init(&c->f[1], &c->rw);
+	if (drive(c, 1) == 0) {
+		consume(c); /* setup's reader left before we entered */
+		writer_section(c);
+		MODEL_CHECK(sb_rwlock_write_unlock(&c->rw) == 0);
+	}
+}
+static void sr_check(void *p)
+{
+	rw_ctx *c = p;
+	MODEL_CHECK(c->r[0] == 0 && c->r[1] == 0);
+	check_free(c);
+}
+
 static const sb_model_scenario scenarios[] = {
 	{ "rwlock: read vs write vs cancel", 3, sizeof(rw_ctx), rwc_setup,
 	  { rwc_cancel_writer, rwc_reader_leaves, rwc_reader_arrives }, rwc_check },
@@ -578,27 +677,34 @@ static const sb_model_scenario scenarios[] = {
 	  ph_check },
 	{ "rwlock: cancel of a writer a handoff phase granted", 3, sizeof(rw_ctx), pc_setup,
 	  { ph_reader_leaves, pc_cancel_writer, pc_queued_reader }, pc_check },
+	{ "rwlock: readers passing a woken writer vs its retry", 3, sizeof(rw_ctx), qw_setup,
+	  { qw_writer, qw_reader_leaves, qw_reader_arrives }, qw_check },
+	{ "rwlock: readers beside a woken reader vs its retry and a writer", 3, sizeof(rw_ctx),
+	  sr_setup, { sr_woken_reader, qw_reader_leaves, sr_writer }, sr_check },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The scenarios of the mode fifo_mode names: all but the fair ones in FIFO. */
-#define COUNT_IN() (COUNT(scenarios) - (fifo_mode ? 2 : 0))
+#define COUNT_IN() (COUNT(scenarios) - (fifo_mode ? 4 : 0))
 
-/* The downgrade scenario (scenarios[2]). */
-enum { DOWNGRADE_SCENARIO = 2 };
+/* The downgrade scenario (scenarios[2]) and the woken writer's (scenarios[10]). */
+enum { DOWNGRADE_SCENARIO = 2, WOKEN_WRITER_SCENARIO = 10 };
 
 /*
  * Under sequential consistency when stale_reads < 0, else the weak model.
  * The downgrade scenario in the fair mode under the weak model runs one
  * preemption fewer: its queued reader's wake and retry and the writer's
  * barging take it past LIMIT schedules with three (5.2 million in all).
+ * So does the woken writer's: its retry, two readers' barges and unlocks
+ * take it past LIMIT with three (987,304 schedules under SC with four).
  */
 static void explore_all(int preemptions, int stale_reads)
 {
 	for (size_t i = 0; i < COUNT_IN(); i++) {
 		int p = preemptions;
-		if (!fifo_mode && stale_reads >= 0 && i == DOWNGRADE_SCENARIO)
+		if (!fifo_mode && stale_reads >= 0 &&
+		    (i == DOWNGRADE_SCENARIO || i == WOKEN_WRITER_SCENARIO))
 			p--;
 		assert_true(sb_model_explore_all(&scenarios[i], 1, p, stale_reads, LIMIT));
 	}

@@ -4,7 +4,8 @@
  * folder): sends, receives, cancels, force_send, batch operations, re-polls
  * with a new waker and close racing on one channel of capacity 1 or 0, each
  * explored over every schedule within the bounds, then over random ones,
- * under sequential consistency and under the weak (release/acquire) model.
+ * under sequential consistency and under the weak (release/acquire) model,
+ * each over both kinds of channel: the lock's and the stamped ring.
  *
  * Items are ints: item i (0..NITEMS-1) has the value i + 1 while its sender
  * owns it; items 0-3 are sender A's, 4-7 sender B's, each sent in index
@@ -82,6 +83,7 @@ typedef struct chan_ctx {
 	int got[NITEMS];          /* times each item was received */
 	int seq[NSEQ][MAXSEQ];    /* what each receiving thread got, in order */
 	int nseq[NSEQ];
+	int receivers;            /* receive futures setup left waiting */
 	int res[6];               /* results the checks look at */
 	int started;              /* witness: a cancel has begun */
 	int witness;              /* witness: a receive returned before it */
@@ -162,6 +164,12 @@ static int poll_recv(sb_channel_recv *f, counting_waker *cw)
 	return sb_channel_recv_poll(f, &w);
 }
 
+/* A send future (`send`) or a receive future at `f`, polled with `cw`. */
+static int poll_either(bool send, void *f, counting_waker *cw)
+{
+	return send ? poll_send(f, cw) : poll_recv(f, cw);
+}
+
 /*
  * The test's own read of a wake count: not a scheduling point (the counting
  * waker's own atomics are not either), so that it adds no schedules.
@@ -177,11 +185,11 @@ static int wake_count(counting_waker *cw)
  * wakes are counted before each poll: a wake may come before the poll
  * returns.
  */
-static int drive_send(sb_channel_send *f, counting_waker *cw)
+static int drive(bool send, void *f, counting_waker *cw)
 {
 	int wakes = wake_count(cw);
 	int r;
-	while ((r = poll_send(f, cw)) == SB_PENDING) {
+	while ((r = poll_either(send, f, cw)) == SB_PENDING) {
 		if (!sb_model_await_change(&cw->wakes, wakes))
 			return SB_PENDING;
 		wakes = wake_count(cw);
@@ -189,16 +197,14 @@ static int drive_send(sb_channel_send *f, counting_waker *cw)
 	return r;
 }
 
+static int drive_send(sb_channel_send *f, counting_waker *cw)
+{
+	return drive(true, f, cw);
+}
+
 static int drive_recv(sb_channel_recv *f, counting_waker *cw)
 {
-	int wakes = wake_count(cw);
-	int r;
-	while ((r = poll_recv(f, cw)) == SB_PENDING) {
-		if (!sb_model_await_change(&cw->wakes, wakes))
-			return SB_PENDING;
-		wakes = wake_count(cw);
-	}
-	return r;
+	return drive(false, f, cw);
 }
 
 /* A receive future's items, once it returned 0, go to thread t's record. */
@@ -210,21 +216,90 @@ static void took_all(chan_ctx *c, int t, sb_channel_recv *f, const int *buf)
 		took(c, t, &buf[k]);
 }
 
-/* ---------------------------------------------------------------- setup */
+/* The item send future f sends. */
+static int item_of(const chan_ctx *c, int f)
+{
+	return (int)((const int *)c->s[f].item - c->mem.item);
+}
 
-/* Every scenario runs over both kinds of channel: the lock's ring, and the stamped ring. */
-static bool ring_mode;
+/* ----------------------------------------------------------- operations */
+
+/* Item i's sender tries to send it without waiting; it owns it again after. */
+static int try_send_item(chan_ctx *c, int i)
+{
+	put(c, i);
+	int r = sb_channel_try_send(&c->ch, &c->mem.item[i]);
+	settle(c, i, r);
+	return r;
+}
+
+/* Thread t's k-th try_recv, into its own memory: an item it took, or why not. */
+static int try_recv_into(chan_ctx *c, int t, int k)
+{
+	int *into = &c->mem.tbuf[t][k];
+	int r = sb_channel_try_recv(&c->ch, into);
+	if (r == 0)
+		took(c, t, into);
+	return r;
+}
+
+/* Thread t takes item 0, which the ring holds; then whatever its second try_recv says. */
+static int recv_first_then_try(chan_ctx *c, int t)
+{
+	MODEL_CHECK(try_recv_into(c, t, 0) == 0);
+	MODEL_CHECK(c->seq[t][0] == 0);
+	return try_recv_into(c, t, 1);
+}
+
+/* Items first..first+n-1, written by their sender. */
+static void put_range(chan_ctx *c, int first, int n)
+{
+	for (int i = first; i < first + n; i++)
+		put(c, i);
+}
+
+/* Items first..first+n-1 settled after a batch that sent `sent` of them (or an error). */
+static void settle_range(chan_ctx *c, int first, int n, int sent)
+{
+	for (int i = first; i < first + n; i++)
+		settle(c, i, i - first < sent ? 0 : -EAGAIN);
+}
+
+/* --------------------------------------------------- the channel's kind */
+
+/*
+ * Every scenario runs over both kinds of channel: the lock's
+ * (sb_channel_init, over plain slots) and the stamped ring
+ * (sb_channel_init_ring), whose inline paths CAS the ring's words instead
+ * of taking the lock.  The explorer's setups take no argument: the test in
+ * progress sets `kind` (its cmocka state) before it explores.
+ */
+typedef struct channel_kind {
+	const char *name;
+	int (*init)(chan_ctx *c, size_t capacity);
+} channel_kind;
+
+static int init_lock_channel(chan_ctx *c, size_t capacity)
+{
+	return sb_channel_init(&c->ch, capacity ? c->mem.slots : NULL, sizeof(int), capacity);
+}
+
+static int init_ring_channel(chan_ctx *c, size_t capacity)
+{
+	return sb_channel_init_ring(&c->ch, capacity ? c->mem.ring : NULL, sizeof(int), capacity);
+}
+
+static channel_kind lock_channel = { "the lock's channel", init_lock_channel };
+static channel_kind ring_channel = { "a stamped ring", init_ring_channel };
+static const channel_kind *kind = &lock_channel;
+
+/* ---------------------------------------------------------------- setup */
 
 static void setup_channel(chan_ctx *c, size_t capacity)
 {
 	watched = &c->mem;
 	c->capacity = capacity;
-	if (ring_mode)
-		MODEL_CHECK(sb_channel_init_ring(&c->ch, capacity ? c->mem.ring : NULL, sizeof(int),
-						 capacity) == 0);
-	else
-		MODEL_CHECK(sb_channel_init(&c->ch, capacity ? c->mem.slots : NULL, sizeof(int),
-					    capacity) == 0);
+	MODEL_CHECK(kind->init(c, capacity) == 0);
 	for (int i = 0; i < NWAKERS; i++)
 		counting_waker_init(&c->w[i]);
 }
@@ -232,9 +307,7 @@ static void setup_channel(chan_ctx *c, size_t capacity)
 /* In setup: item i into the ring (try_send). */
 static void setup_in_ring(chan_ctx *c, int i)
 {
-	put(c, i);
-	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[i]) == 0);
-	settle(c, i, 0);
+	MODEL_CHECK(try_send_item(c, i) == 0);
 }
 
 /* In setup: item i's send future f waits, with waker cw. */
@@ -250,6 +323,33 @@ static void setup_waiting_recv(chan_ctx *c, int f, int cw)
 {
 	sb_channel_recv_init(&c->r[f], &c->ch, c->mem.buf[f]);
 	MODEL_CHECK(poll_recv(&c->r[f], &c->w[cw]) == SB_PENDING);
+	c->receivers++;
+}
+
+/* The setups several scenarios share: an empty ring of one slot... */
+static void cap1_setup(void *p)
+{
+	setup_channel(p, 1);
+}
+
+/* ...of two... */
+static void cap2_setup(void *p)
+{
+	setup_channel(p, 2);
+}
+
+/* ...a ring of one slot holding item 0... */
+static void one_in_ring_setup(void *p)
+{
+	setup_channel(p, 1);
+	setup_in_ring(p, 0);
+}
+
+/* ...and behind it item 1's send future 0, waiting with waker 0. */
+static void sender_waits_setup(void *p)
+{
+	one_in_ring_setup(p);
+	setup_waiting_send(p, 0, 1, 0);
 }
 
 /* ---------------------------------------------------------------- check */
@@ -287,9 +387,8 @@ static void settle_all(chan_ctx *c, int t)
 		MODEL_CHECK(len == 0 && !c->closed);
 	for (int f = 0; f < NFUT; f++) {
 		if (pending_send(c, f)) {
-			int i = (int)((const int *)c->s[f].item - c->mem.item);
 			MODEL_CHECK(sb_channel_send_cancel(&c->s[f]) == -ECANCELED);
-			settle(c, i, -ECANCELED);
+			settle(c, item_of(c, f), -ECANCELED);
 		}
 		if (pending_recv(c, f))
 			MODEL_CHECK(sb_channel_recv_cancel(&c->r[f]) == -ECANCELED);
@@ -321,6 +420,29 @@ static void check_ledger(chan_ctx *c)
 	MODEL_CHECK(sb_channel_destroy(&c->ch) == 0);
 }
 
+/* settle_all, its drain into thread t's record, then check_ledger. */
+static void settle_and_check(chan_ctx *c, int t)
+{
+	settle_all(c, t);
+	check_ledger(c);
+}
+
+/* The checks of scenarios that check nothing more, by the drain's record. */
+static void check_into_0(void *p)
+{
+	settle_and_check(p, 0);
+}
+
+static void check_into_1(void *p)
+{
+	settle_and_check(p, 1);
+}
+
+static void check_into_2(void *p)
+{
+	settle_and_check(p, 2);
+}
+
 /* A waker whose future waited once: woken once if its operation settled, else dropped. */
 static void expect_woken_or_dropped(chan_ctx *c, int cw, bool woken)
 {
@@ -328,10 +450,56 @@ static void expect_woken_or_dropped(chan_ctx *c, int cw, bool woken)
 	MODEL_CHECK(atomic_load(&c->w[cw].drops) == (woken ? 0 : 1));
 }
 
+/* Exactly one of wakers 0 and 1 was woken: the one registered when its future completed. */
+static void expect_one_of_two_woken(chan_ctx *c)
+{
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[1].wakes) == 1);
+}
+
+/* ------------------------------------------------ threads several share */
+
 static void close_t(void *p)
 {
 	chan_ctx *c = p;
 	sb_channel_close(&c->ch);
+}
+
+/*
+ * Cancels send future 0, which waited: 0 when its item went (to a receiver,
+ * or moved into the ring), else -ECANCELED and it never arrives; a poll
+ * after says the same.  `started` says the cancel has begun.
+ */
+static void cancel_send_t(void *p)
+{
+	chan_ctx *c = p;
+	c->started = 1;
+	int r = sb_channel_send_cancel(&c->s[0]);
+	MODEL_CHECK(r == 0 || r == -ECANCELED);
+	c->res[0] = r;
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[3]) == r);
+	settle(c, item_of(c, 0), r);
+}
+
+/* force_send of item 1: into a free slot (0), or it evicts the oldest into its own memory (1). */
+static void force_t(void *p)
+{
+	chan_ctx *c = p;
+	put(c, 1);
+	int r = sb_channel_force_send(&c->ch, &c->mem.item[1], c->mem.tbuf[0]);
+	MODEL_CHECK(r == 0 || r == 1);
+	settle(c, 1, 0);
+	if (r == 1)
+		took(c, 0, c->mem.tbuf[0]); /* the evicted item is the forcer's now */
+}
+
+/* A try_send_many of items 0-2: at least one goes, at most one per free slot and waiting receiver. */
+static void send_batch_t(void *p)
+{
+	chan_ctx *c = p;
+	put_range(c, 0, MANY);
+	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
+	MODEL_CHECK(n >= 1 && (size_t)n <= c->capacity + (size_t)c->receivers);
+	settle_range(c, 0, MANY, n);
 }
 
 /* --- a send waiting on a full ring, a receiver and close (capacity 1) ---- */
@@ -339,8 +507,7 @@ static void close_t(void *p)
 static void full_setup(void *p)
 {
 	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
+	one_in_ring_setup(c);
 	c->closed = true;
 }
 /* Item 1 waits for room: a receive moves it in, or close refuses it. */
@@ -357,18 +524,13 @@ static void full_t0(void *p)
 static void full_t1(void *p)
 {
 	chan_ctx *c = p;
-	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][0]) == 0);
-	took(c, 0, &c->mem.tbuf[0][0]);
-	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][1]);
+	int r = recv_first_then_try(c, 0);
 	MODEL_CHECK(r == 0 || r == -EAGAIN || r == -EPIPE);
-	if (r == 0)
-		took(c, 0, &c->mem.tbuf[0][1]);
 	c->res[1] = r;
 }
 static void full_check(void *p)
 {
 	chan_ctx *c = p;
-	MODEL_CHECK(c->seq[0][0] == 0);
 	settle_all(c, 0);
 	/* the stream ends after what was sent: a receive that saw its end
 	 * means item 1 was refused */
@@ -390,11 +552,8 @@ static void rdv_setup(void *p)
 /* Item 0 goes only to a receiver already waiting. */
 static void rdv_t0(void *p)
 {
-	chan_ctx *c = p;
-	put(c, 0);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	int r = try_send_item(p, 0);
 	MODEL_CHECK(r == 0 || r == -EAGAIN || r == -EPIPE);
-	settle(c, 0, r);
 }
 /* The receive gets item 0 or, once closed, the end of the stream. */
 static void rdv_t1(void *p)
@@ -405,12 +564,6 @@ static void rdv_t1(void *p)
 	MODEL_CHECK(r == 0 || r == -EPIPE);
 	if (r == 0)
 		took_all(c, 0, &c->r[0], c->mem.buf[0]);
-}
-static void rdv_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 0);
-	check_ledger(c);
 }
 
 /* --- a direct handoff to a waiting receiver racing its cancel ----------- */
@@ -438,15 +591,11 @@ static void hand0_setup(void *p)
 static void hand_t0(void *p)
 {
 	chan_ctx *c = p;
-	put(c, 0);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	int r = try_send_item(c, 0);
 	c->witness = !c->started;
 	MODEL_CHECK(r == 0 || (r == -EAGAIN && c->capacity == 0));
-	settle(c, 0, r);
-	put(c, 1);
-	r = sb_channel_try_send(&c->ch, &c->mem.item[1]);
+	r = try_send_item(c, 1);
 	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	settle(c, 1, r);
 }
 static void hand_t1(void *p)
 {
@@ -462,46 +611,37 @@ static void hand_t1(void *p)
 		MODEL_CHECK(c->seq[0][0] == 0); /* the first item sent */
 	}
 	if (c->capacity > 0) {
-		r = sb_channel_try_recv(&c->ch, c->mem.tbuf[0]);
+		r = try_recv_into(c, 0, 0);
 		MODEL_CHECK(r == 0 || r == -EAGAIN);
-		if (r == 0)
-			took(c, 0, c->mem.tbuf[0]);
 	}
 }
-static void hand_check(void *p)
+/*
+ * A cancel raced the operation it cancels: an operation that returned
+ * before the cancel began (the witness) happened, and the waker is woken
+ * when it happened, else its clone dropped.  Thread 0 received.
+ */
+static void cancel_raced_check(void *p)
 {
 	chan_ctx *c = p;
 	if (c->witness)
 		MODEL_CHECK(c->res[0] == 0);
-	/* granted: woken; withdrawn: its clone dropped */
 	expect_woken_or_dropped(c, 0, c->res[0] == 0);
-	settle_all(c, 0);
-	check_ledger(c);
+	settle_and_check(c, 0);
 }
 
 /* --- a rendezvous send future racing its own cancel --------------------- */
 
 /*
  * Send future 0 (item 0, waker 0) waits on a rendezvous channel.  t0
- * cancels it: 0 exactly when the receiver took the item.  t1's receive
- * future takes it at its first poll if the cancel had not begun, else may
- * wait (and is cancelled by check).
+ * cancels it (cancel_send_t): 0 exactly when the receiver took the item.
+ * t1's receive future takes it at its first poll if the cancel had not
+ * begun, else may wait (and is cancelled by check).
  */
 static void rsc_setup(void *p)
 {
 	chan_ctx *c = p;
 	setup_channel(c, 0);
 	setup_waiting_send(c, 0, 0, 0);
-}
-static void rsc_t0(void *p)
-{
-	chan_ctx *c = p;
-	c->started = 1;
-	int r = sb_channel_send_cancel(&c->s[0]);
-	MODEL_CHECK(r == 0 || r == -ECANCELED);
-	c->res[0] = r;
-	MODEL_CHECK(poll_send(&c->s[0], &c->w[3]) == r);
-	settle(c, 0, r);
 }
 static void rsc_t1(void *p)
 {
@@ -517,39 +657,18 @@ static void rsc_t1(void *p)
 	else
 		MODEL_CHECK(r == SB_PENDING);
 }
-static void rsc_check(void *p)
-{
-	chan_ctx *c = p;
-	expect_woken_or_dropped(c, 0, c->res[0] == 0);
-	settle_all(c, 0);
-	check_ledger(c);
-}
-
 /* --- force_send racing a receiver, a sender waiting (capacity 1) -------- */
 
 /*
  * The ring holds item 0 and send future 0 (sender B's item 4, waker 0)
- * waits.  t0's force_send of item 1 never waits: into a free slot (0), or it
- * evicts the oldest into its own memory (1), while the waiting sender keeps
- * its place.  t1 receives twice; the first receive frees a slot, which the
- * waiting sender takes, so it always completes.
+ * waits.  t0's force_send of item 1 never waits (force_t), while the
+ * waiting sender keeps its place.  t1 receives twice; the first receive
+ * frees a slot, which the waiting sender takes, so it always completes.
  */
 static void force_setup(void *p)
 {
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
-	setup_waiting_send(c, 0, PER_SENDER, 0);
-}
-static void force_t0(void *p)
-{
-	chan_ctx *c = p;
-	put(c, 1);
-	int r = sb_channel_force_send(&c->ch, &c->mem.item[1], c->mem.tbuf[0]);
-	MODEL_CHECK(r == 0 || r == 1);
-	settle(c, 1, 0);
-	if (r == 1)
-		took(c, 0, c->mem.tbuf[0]); /* the evicted item is the forcer's now */
+	one_in_ring_setup(p);
+	setup_waiting_send(p, 0, PER_SENDER, 0);
 }
 static void force_t1(void *p)
 {
@@ -561,15 +680,18 @@ static void force_t1(void *p)
 		took_all(c, 1, &c->r[k], c->mem.buf[k]);
 	}
 }
+/* Send future 0 was moved into the ring by t1's first receive: woken, and done. */
+static void moved_in_check(chan_ctx *c)
+{
+	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
+	MODEL_CHECK(poll_send(&c->s[0], &c->w[0]) == 0);
+	settle(c, item_of(c, 0), 0);
+}
 static void force_check(void *p)
 {
 	chan_ctx *c = p;
-	/* moved into the ring by t1's first receive: woken, and done */
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
-	MODEL_CHECK(poll_send(&c->s[0], &c->w[0]) == 0);
-	settle(c, PER_SENDER, 0);
-	settle_all(c, 2);
-	check_ledger(c);
+	moved_in_check(c);
+	settle_and_check(c, 2);
 }
 
 /* --- a receive-many future racing try_send_many (capacity 1) ------------ */
@@ -577,13 +699,8 @@ static void force_check(void *p)
 /*
  * t0's receive future asks for up to 3 items; t1 sends items 0-2 with
  * try_send_many (to the waiting receiver, as many as it asks, or one into
- * the ring), then the rest with a second one; t2's try_recv takes one.
+ * the ring), then the rest with a second one.
  */
-static void many_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-}
 static void many_t0(void *p)
 {
 	chan_ctx *c = p;
@@ -592,80 +709,43 @@ static void many_t0(void *p)
 	if (r == 0)
 		took_all(c, 0, &c->r[0], c->mem.buf[0]);
 	else
-		MODEL_CHECK(r == SB_PENDING); /* t2 took the only item in the ring */
+		MODEL_CHECK(r == SB_PENDING);
 }
 static void many_t1(void *p)
 {
 	chan_ctx *c = p;
-	for (int i = 0; i < MANY; i++)
-		put(c, i);
+	put_range(c, 0, MANY);
 	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
 	MODEL_CHECK(n >= 1 && n <= MANY);
-	for (int i = 0; i < n; i++)
-		settle(c, i, 0);
+	settle_range(c, 0, n, n);
 	int left = MANY - n;
 	if (left == 0)
 		return;
 	int m = sb_channel_try_send_many(&c->ch, &c->mem.item[n], (size_t)left);
 	MODEL_CHECK(m == -EAGAIN || (m >= 1 && m <= left));
-	for (int i = n; i < MANY; i++)
-		settle(c, i, m > 0 && i < n + m ? 0 : -EAGAIN);
-}
-static void many_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 0);
-	check_ledger(c);
+	settle_range(c, n, left, m);
 }
 
 /* --- a waiting sender's item moved into the ring racing its cancel ------ */
 
 /*
  * The ring holds item 0; send future 0 (item 1, waker 0) waits.  t0 cancels
- * it: 0 when a receive had moved item 1 into the ring, else -ECANCELED and
- * item 1 never arrives.  t1 receives item 0 and then tries for item 1: a
- * first receive that returned before the cancel began moved it.
+ * it (cancel_send_t): 0 when a receive had moved item 1 into the ring, else
+ * -ECANCELED and item 1 never arrives.  t1 receives item 0 and then tries
+ * for item 1: a first receive that returned before the cancel began moved
+ * it.
  */
-static void move_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
-	setup_waiting_send(c, 0, 1, 0);
-}
-static void move_t0(void *p)
-{
-	chan_ctx *c = p;
-	c->started = 1;
-	int r = sb_channel_send_cancel(&c->s[0]);
-	MODEL_CHECK(r == 0 || r == -ECANCELED);
-	c->res[0] = r;
-	MODEL_CHECK(poll_send(&c->s[0], &c->w[3]) == r);
-	settle(c, 1, r);
-}
 static void move_t1(void *p)
 {
 	chan_ctx *c = p;
-	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]) == 0);
+	MODEL_CHECK(try_recv_into(c, 0, 0) == 0);
 	bool moved = !c->started;
-	took(c, 1, &c->mem.tbuf[1][0]);
-	MODEL_CHECK(c->seq[1][0] == 0);
-	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][1]);
+	MODEL_CHECK(c->seq[0][0] == 0);
+	int r = try_recv_into(c, 0, 1);
 	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	if (r == 0)
-		took(c, 1, &c->mem.tbuf[1][1]);
 	if (moved)
-		MODEL_CHECK(r == 0 && c->seq[1][1] == 1);
+		MODEL_CHECK(r == 0 && c->seq[0][1] == 1);
 	c->witness = moved;
-}
-static void move_check(void *p)
-{
-	chan_ctx *c = p;
-	if (c->witness)
-		MODEL_CHECK(c->res[0] == 0);
-	expect_woken_or_dropped(c, 0, c->res[0] == 0);
-	settle_all(c, 1);
-	check_ledger(c);
 }
 
 /* --- close racing a waiting receive's re-poll with a new waker ---------- */
@@ -694,18 +774,14 @@ static void rrp_t1(void *p)
 }
 static void rrp_t2(void *p)
 {
-	chan_ctx *c = p;
-	put(c, 0);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	int r = try_send_item(p, 0);
 	MODEL_CHECK(r == 0 || r == -EPIPE);
-	settle(c, 0, r);
 }
 static void rrp_check(void *p)
 {
 	chan_ctx *c = p;
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[1].wakes) == 1);
-	settle_all(c, 2);
-	check_ledger(c);
+	expect_one_of_two_woken(c);
+	settle_and_check(c, 2);
 }
 
 /*
@@ -729,31 +805,26 @@ static void srp_t1(void *p)
 static void srp_check(void *p)
 {
 	chan_ctx *c = p;
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) + atomic_load(&c->w[1].wakes) == 1);
-	settle_all(c, 0);
-	check_ledger(c);
+	expect_one_of_two_woken(c);
+	settle_and_check(c, 0);
 }
 
-/* ------------------------------------------- the stamped ring's own races */
+/* ------------------------------------ inline operations racing the lock */
 
 /*
- * A try_send whose inline CAS races a receive future that finds the ring
- * empty and queues (the lost wake): the receiver sets RECEIVERS in the tail
- * under the lock, so either the send's CAS came first and the receiver's
- * look finds the claimed item, or the CAS fails and the send takes the lock
- * and hands the item over.  The receive always gets item 0.
+ * The scenarios below were written for the stamped ring's inline CASes,
+ * and hold over the lock's channel too, whose inline paths take the lock
+ * only when it is idle.
+ *
+ * A try_send racing a receive future that finds the ring empty and queues
+ * (the lost wake): on a stamped ring the receiver sets RECEIVERS in the
+ * tail under the lock, so either the send's CAS came first and the
+ * receiver's look finds the claimed item, or the CAS fails and the send
+ * takes the lock and hands the item over.  The receive always gets item 0.
  */
-static void lw_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-}
 static void lw_t0(void *p)
 {
-	chan_ctx *c = p;
-	put(c, 0);
-	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[0]) == 0);
-	settle(c, 0, 0);
+	MODEL_CHECK(try_send_item(p, 0) == 0);
 }
 static void lw_t1(void *p)
 {
@@ -762,26 +833,14 @@ static void lw_t1(void *p)
 	MODEL_CHECK(drive_recv(&c->r[0], &c->w[0]) == 0);
 	took_all(c, 0, &c->r[0], c->mem.buf[0]);
 }
-static void lw_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 0);
-	check_ledger(c);
-}
 
 /*
- * A try_recv whose inline CAS races a send future that finds the ring full
- * and queues: the sender sets SENDERS in the head under the lock, so either
- * the receive's CAS came first and the sender finds room, or the CAS fails
- * and the receive takes the lock and moves the sender's item in.  The send
- * always completes.
+ * A try_recv racing a send future that finds the ring full and queues: on
+ * a stamped ring the sender sets SENDERS in the head under the lock, so
+ * either the receive's CAS came first and the sender finds room, or the
+ * CAS fails and the receive takes the lock and moves the sender's item in.
+ * The send always completes.
  */
-static void lr_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
-}
 static void lr_t0(void *p)
 {
 	chan_ctx *c = p;
@@ -792,19 +851,8 @@ static void lr_t0(void *p)
 }
 static void lr_t1(void *p)
 {
-	chan_ctx *c = p;
-	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]) == 0);
-	took(c, 1, &c->mem.tbuf[1][0]);
-	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][1]);
+	int r = recv_first_then_try(p, 1);
 	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	if (r == 0)
-		took(c, 1, &c->mem.tbuf[1][1]);
-}
-static void lr_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 1);
-	check_ledger(c);
 }
 
 /*
@@ -812,38 +860,21 @@ static void lr_check(void *p)
  * item 1 waits; t0 receives twice, t1 try_sends sender B's item 4.  Item 4
  * may go only once item 1 is in the ring, so every record has item 1 first.
  */
-static void nb_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
-	setup_waiting_send(c, 0, 1, 0);
-}
 static void nb_t0(void *p)
 {
-	chan_ctx *c = p;
-	MODEL_CHECK(sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][0]) == 0);
-	took(c, 0, &c->mem.tbuf[0][0]);
-	int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[0][1]);
+	int r = recv_first_then_try(p, 0);
 	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	if (r == 0)
-		took(c, 0, &c->mem.tbuf[0][1]);
 }
-static void nb_t1(void *p)
+/* Sender B's item 4 tries to go. */
+static void send_b_t(void *p)
 {
-	chan_ctx *c = p;
-	put(c, PER_SENDER);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
+	int r = try_send_item(p, PER_SENDER);
 	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	settle(c, PER_SENDER, r);
 }
 static void nb_check(void *p)
 {
 	chan_ctx *c = p;
-	/* moved into the ring by t0's first receive */
-	MODEL_CHECK(atomic_load(&c->w[0].wakes) == 1);
-	MODEL_CHECK(poll_send(&c->s[0], &c->w[0]) == 0);
-	settle(c, 1, 0);
+	moved_in_check(c); /* by t0's first receive */
 	settle_all(c, 0);
 	int at1 = -1, at4 = -1;
 	for (int k = 0; k < c->nseq[0]; k++) {
@@ -873,19 +904,15 @@ static void cl_setup(void *p)
 static void cl_t0(void *p)
 {
 	chan_ctx *c = p;
-	put(c, 0);
-	int r0 = sb_channel_try_send(&c->ch, &c->mem.item[0]);
+	int r0 = try_send_item(c, 0);
 	MODEL_CHECK(r0 == 0 || r0 == -EPIPE);
-	settle(c, 0, r0);
 	bool saw = sb_channel_is_closed(&c->ch);
 	if (saw) { /* the closer's writes before close() are visible */
 		MODEL_PLAIN_READ(&c->payload);
 		MODEL_CHECK(c->payload == 1);
 	}
-	put(c, 1);
-	int r1 = sb_channel_try_send(&c->ch, &c->mem.item[1]);
+	int r1 = try_send_item(c, 1);
 	MODEL_CHECK(r1 == 0 || r1 == -EPIPE);
-	settle(c, 1, r1);
 	if (r0 == -EPIPE || saw)
 		MODEL_CHECK(r1 == -EPIPE);
 }
@@ -895,90 +922,31 @@ static void cl_t1(void *p)
 	c->payload = 1;
 	MODEL_PLAIN_WRITE(&c->payload);
 	sb_channel_close(&c->ch);
-	put(c, PER_SENDER);
-	MODEL_CHECK(sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]) == -EPIPE);
-	settle(c, PER_SENDER, -EPIPE);
-}
-static void cl_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 0);
-	check_ledger(c);
+	MODEL_CHECK(try_send_item(c, PER_SENDER) == -EPIPE);
 }
 
 /*
- * force_send racing an inline try_recv (capacity 1, item 0 in the ring):
- * whoever takes item 0 - the receive, or the eviction - takes it once, and
- * item 1 is in the ring or received.
+ * force_send racing a try_recv (capacity 1, item 0 in the ring): whoever
+ * takes item 0 - the receive, or the eviction - takes it once, and item 1
+ * is in the ring or received.
  */
-static void fr_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 1);
-	setup_in_ring(c, 0);
-}
-static void fr_t0(void *p)
-{
-	chan_ctx *c = p;
-	put(c, 1);
-	int r = sb_channel_force_send(&c->ch, &c->mem.item[1], c->mem.tbuf[0]);
-	MODEL_CHECK(r == 0 || r == 1);
-	settle(c, 1, 0);
-	if (r == 1)
-		took(c, 0, c->mem.tbuf[0]);
-}
 static void fr_t1(void *p)
 {
-	chan_ctx *c = p;
 	for (int k = 0; k < 2; k++) {
-		int r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][k]);
+		int r = try_recv_into(p, 1, k);
 		MODEL_CHECK(r == 0 || r == -EAGAIN);
-		if (r == 0)
-			took(c, 1, &c->mem.tbuf[1][k]);
 	}
-}
-static void fr_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 2);
-	check_ledger(c);
 }
 
 /*
- * try_send_many (the lock's path) racing an inline try_send (capacity 2),
- * then a try_recv: each sender's items stay in order and are conserved.
+ * try_send_many (the lock's path) racing a try_send (capacity 2), then a
+ * try_recv: each sender's items stay in order and are conserved.
  */
-static void bs_setup(void *p)
-{
-	chan_ctx *c = p;
-	setup_channel(c, 2);
-}
-static void bs_t0(void *p)
-{
-	chan_ctx *c = p;
-	for (int i = 0; i < MANY; i++)
-		put(c, i);
-	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
-	MODEL_CHECK(n >= 1 && n <= 2);
-	for (int i = 0; i < MANY; i++)
-		settle(c, i, i < n ? 0 : -EAGAIN);
-}
 static void bs_t1(void *p)
 {
 	chan_ctx *c = p;
-	put(c, PER_SENDER);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
-	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	settle(c, PER_SENDER, r);
-	r = sb_channel_try_recv(&c->ch, &c->mem.tbuf[1][0]);
-	MODEL_CHECK(r == 0);
-	took(c, 1, &c->mem.tbuf[1][0]);
-}
-static void bs_check(void *p)
-{
-	chan_ctx *c = p;
-	settle_all(c, 0);
-	check_ledger(c);
+	send_b_t(c);
+	MODEL_CHECK(try_recv_into(c, 1, 0) == 0);
 }
 
 /*
@@ -986,9 +954,9 @@ static void bs_check(void *p)
  * then pushes into the ring: two receive futures wait (capacity 1); t0's
  * try_send_many of items 0-2 hands two over, flushes (the lock dropped and
  * taken again) and puts the third in the ring, while t1 takes the lock in
- * between (len, which thaws the ring) and try_sends sender B's item 4
- * inline.  The relock must freeze the ring again, or the batch's push and
- * the inline send claim one slot.
+ * between (len, which thaws a stamped ring) and try_sends sender B's item 4.
+ * The relock must freeze the ring again, or the batch's push and the inline
+ * send claim one slot.
  */
 static void fl_setup(void *p)
 {
@@ -997,24 +965,11 @@ static void fl_setup(void *p)
 	setup_waiting_recv(c, 0, 0);
 	setup_waiting_recv(c, 1, 1);
 }
-static void fl_t0(void *p)
-{
-	chan_ctx *c = p;
-	for (int i = 0; i < MANY; i++)
-		put(c, i);
-	int n = sb_channel_try_send_many(&c->ch, c->mem.item, MANY);
-	MODEL_CHECK(n >= 1 && n <= MANY);
-	for (int i = 0; i < MANY; i++)
-		settle(c, i, i < n ? 0 : -EAGAIN);
-}
 static void fl_t1(void *p)
 {
 	chan_ctx *c = p;
 	(void)sb_channel_len(&c->ch);
-	put(c, PER_SENDER);
-	int r = sb_channel_try_send(&c->ch, &c->mem.item[PER_SENDER]);
-	MODEL_CHECK(r == 0 || r == -EAGAIN);
-	settle(c, PER_SENDER, r);
+	send_b_t(c);
 }
 static void fl_check(void *p)
 {
@@ -1022,44 +977,39 @@ static void fl_check(void *p)
 	for (int f = 0; f < 2; f++) /* both were handed an item: woken, done */
 		if (poll_recv(&c->r[f], &c->w[f]) == 0)
 			took_all(c, f, &c->r[f], c->mem.buf[f]);
-	settle_all(c, 2);
-	check_ledger(c);
+	settle_and_check(c, 2);
 }
-
-/* The stamped ring's own scenarios (explored in ring mode only). */
-static const sb_model_scenario ring_pairs[] = {
-	{ "channel ring: an inline send racing a receiver that queues (capacity 1)", 2,
-	  sizeof(chan_ctx), lw_setup, { lw_t0, lw_t1 }, lw_check },
-	{ "channel ring: an inline receive racing a sender that queues (capacity 1)", 2,
-	  sizeof(chan_ctx), lr_setup, { lr_t0, lr_t1 }, lr_check },
-	{ "channel ring: an inline send racing a receive that moves a waiting sender in", 2,
-	  sizeof(chan_ctx), nb_setup, { nb_t0, nb_t1 }, nb_check },
-	{ "channel ring: inline sends racing close (capacity 2)", 2,
-	  sizeof(chan_ctx), cl_setup, { cl_t0, cl_t1 }, cl_check },
-	{ "channel ring: force_send racing inline receives (capacity 1)", 2,
-	  sizeof(chan_ctx), fr_setup, { fr_t0, fr_t1 }, fr_check },
-	{ "channel ring: try_send_many racing an inline send (capacity 2)", 2,
-	  sizeof(chan_ctx), bs_setup, { bs_t0, bs_t1 }, bs_check },
-	{ "channel ring: a batch send's flush and push racing len and an inline send", 2,
-	  sizeof(chan_ctx), fl_setup, { fl_t0, fl_t1 }, fl_check },
-};
 
 /* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 1)", 2,
-	  sizeof(chan_ctx), hand1_setup, { hand_t0, hand_t1 }, hand_check },
+	  sizeof(chan_ctx), hand1_setup, { hand_t0, hand_t1 }, cancel_raced_check },
 	{ "channel: a direct handoff to a waiting receiver racing its cancel (capacity 0)", 2,
-	  sizeof(chan_ctx), hand0_setup, { hand_t0, hand_t1 }, hand_check },
+	  sizeof(chan_ctx), hand0_setup, { hand_t0, hand_t1 }, cancel_raced_check },
 	{ "channel: a rendezvous send's cancel racing a receive future", 2,
-	  sizeof(chan_ctx), rsc_setup, { rsc_t0, rsc_t1 }, rsc_check },
+	  sizeof(chan_ctx), rsc_setup, { cancel_send_t, rsc_t1 }, cancel_raced_check },
 	{ "channel: force_send racing two receives, a sender waiting (capacity 1)", 2,
-	  sizeof(chan_ctx), force_setup, { force_t0, force_t1 }, force_check },
+	  sizeof(chan_ctx), force_setup, { force_t, force_t1 }, force_check },
 	{ "channel: a receive-many future racing try_send_many (capacity 1)", 2,
-	  sizeof(chan_ctx), many_setup, { many_t0, many_t1 }, many_check },
+	  sizeof(chan_ctx), cap1_setup, { many_t0, many_t1 }, check_into_0 },
 	{ "channel: a waiting sender moved into the ring racing its cancel", 2,
-	  sizeof(chan_ctx), move_setup, { move_t0, move_t1 }, move_check },
+	  sizeof(chan_ctx), sender_waits_setup, { cancel_send_t, move_t1 }, cancel_raced_check },
 	{ "channel: close racing a rendezvous send's re-poll with a new waker", 2,
 	  sizeof(chan_ctx), srp_setup, { close_t, srp_t1 }, srp_check },
+	{ "channel: an inline send racing a receiver that queues (capacity 1)", 2,
+	  sizeof(chan_ctx), cap1_setup, { lw_t0, lw_t1 }, check_into_0 },
+	{ "channel: an inline receive racing a sender that queues (capacity 1)", 2,
+	  sizeof(chan_ctx), one_in_ring_setup, { lr_t0, lr_t1 }, check_into_1 },
+	{ "channel: an inline send racing a receive that moves a waiting sender in", 2,
+	  sizeof(chan_ctx), sender_waits_setup, { nb_t0, send_b_t }, nb_check },
+	{ "channel: inline sends racing close (capacity 2)", 2,
+	  sizeof(chan_ctx), cl_setup, { cl_t0, cl_t1 }, check_into_0 },
+	{ "channel: force_send racing inline receives (capacity 1)", 2,
+	  sizeof(chan_ctx), one_in_ring_setup, { force_t, fr_t1 }, check_into_2 },
+	{ "channel: try_send_many racing an inline send (capacity 2)", 2,
+	  sizeof(chan_ctx), cap2_setup, { send_batch_t, bs_t1 }, check_into_0 },
+	{ "channel: a batch send's flush and push racing len and an inline send", 2,
+	  sizeof(chan_ctx), fl_setup, { send_batch_t, fl_t1 }, fl_check },
 };
 
 /* Three threads: one preemption and one stale read fewer (see main). */
@@ -1067,7 +1017,7 @@ static const sb_model_scenario trios[] = {
 	{ "channel: a send future on a full ring racing two try_recvs and close (capacity 1)",
 	  3, sizeof(chan_ctx), full_setup, { full_t0, full_t1, close_t }, full_check },
 	{ "channel: a rendezvous receive future racing try_send and close (capacity 0)", 3,
-	  sizeof(chan_ctx), rdv_setup, { rdv_t0, rdv_t1, close_t }, rdv_check },
+	  sizeof(chan_ctx), rdv_setup, { rdv_t0, rdv_t1, close_t }, check_into_0 },
 	{ "channel: close racing a receive's re-poll with a new waker and a try_send", 3,
 	  sizeof(chan_ctx), rrp_setup, { close_t, rrp_t1, rrp_t2 }, rrp_check },
 };
@@ -1086,10 +1036,8 @@ static int bound_from_env(const char *name, int fallback)
 
 static void explore_all(int preemptions, int stale_reads)
 {
+	printf("over %s\n", kind->name);
 	bool ok = sb_model_explore_all(pairs, COUNT(pairs), preemptions, stale_reads, LIMIT);
-	if (ring_mode)
-		ok &= sb_model_explore_all(ring_pairs, COUNT(ring_pairs), preemptions, stale_reads,
-					   LIMIT);
 	int trio_preemptions = bound_from_env("SB_MODEL_TRIO_PREEMPTIONS", preemptions - 1);
 	int trio_stale = stale_reads < 0 ? -1
 					 : bound_from_env("SB_MODEL_TRIO_STALE_READS", stale_reads - 1);
@@ -1100,97 +1048,65 @@ static void explore_all(int preemptions, int stale_reads)
 static void random_all(int stale_reads)
 {
 	bool ok = sb_model_random_all(pairs, COUNT(pairs), SEED, RANDOM_RUNS, stale_reads);
-	if (ring_mode)
-		ok &= sb_model_random_all(ring_pairs, COUNT(ring_pairs), SEED, RANDOM_RUNS,
-					  stale_reads);
 	ok &= sb_model_random_all(trios, COUNT(trios), SEED, RANDOM_RUNS, stale_reads);
 	assert_true(ok);
 }
 
-static void every_channel_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
+/* Each test runs over the kind of channel its state names. */
+static void every_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
 {
-	(void)state;
+	kind = *state;
 	explore_all(PREEMPTIONS, -1);
 }
 
-static void every_channel_scenario_holds_over_random_schedules(void **state)
+static void every_scenario_holds_over_random_schedules(void **state)
 {
-	(void)state;
+	kind = *state;
 	random_all(-1);
 }
 
-static void every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
+static void every_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
 {
-	(void)state;
+	kind = *state;
 	explore_all(WEAK_PREEMPTIONS, STALE_READS);
 }
 
-static void every_channel_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
+static void every_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
 {
-	(void)state;
+	kind = *state;
 	random_all(WEAK_RANDOM_STALE_READS);
 }
 
-/* The same over stamped rings (sb_channel_init_ring), with the ring's own scenarios. */
-static int ring_on(void **state)
+/* A test named `name` running `f` over channels of kind `k`. */
+static struct CMUnitTest over(const char *name, CMUnitTestFunction f, channel_kind *k)
 {
-	(void)state;
-	ring_mode = true;
-	return 0;
+	return (struct CMUnitTest){ .name = name, .test_func = f, .initial_state = k };
 }
 
-static int ring_off(void **state)
-{
-	(void)state;
-	ring_mode = false;
-	return 0;
-}
-
-static void every_ring_scenario_holds_over_all_schedules_with_four_preemptions(void **state)
-{
-	(void)state;
-	explore_all(PREEMPTIONS, -1);
-}
-
-static void every_ring_scenario_holds_over_random_schedules(void **state)
-{
-	(void)state;
-	random_all(-1);
-}
-
-static void every_ring_scenario_holds_under_the_weak_model_with_bounded_stale_reads(void **state)
-{
-	(void)state;
-	explore_all(WEAK_PREEMPTIONS, STALE_READS);
-}
-
-static void every_ring_scenario_holds_over_random_schedules_under_the_weak_model(void **state)
-{
-	(void)state;
-	random_all(WEAK_RANDOM_STALE_READS);
-}
-
-/* test_model_channel [RUN-PATTERN]: cmocka's test name filter. */
+/* test_model_channel [RUN-PATTERN]: cmocka's test name filter ('every_ring*': the stamped rings). */
 int main(int argc, char **argv)
 {
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(every_channel_scenario_holds_over_all_schedules_with_four_preemptions),
-		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules),
-		cmocka_unit_test(every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads),
-		cmocka_unit_test(every_channel_scenario_holds_over_random_schedules_under_the_weak_model),
-		cmocka_unit_test_setup_teardown(
-			every_ring_scenario_holds_over_all_schedules_with_four_preemptions, ring_on,
-			ring_off),
-		cmocka_unit_test_setup_teardown(every_ring_scenario_holds_over_random_schedules,
-						ring_on, ring_off),
-		cmocka_unit_test_setup_teardown(
-			every_ring_scenario_holds_under_the_weak_model_with_bounded_stale_reads, ring_on,
-			ring_off),
-		cmocka_unit_test_setup_teardown(
-			every_ring_scenario_holds_over_random_schedules_under_the_weak_model, ring_on,
-			ring_off),
+		over("every_channel_scenario_holds_over_all_schedules_with_four_preemptions",
+		     every_scenario_holds_over_all_schedules_with_four_preemptions, &lock_channel),
+		over("every_channel_scenario_holds_over_random_schedules",
+		     every_scenario_holds_over_random_schedules, &lock_channel),
+		over("every_channel_scenario_holds_under_the_weak_model_with_bounded_stale_reads",
+		     every_scenario_holds_under_the_weak_model_with_bounded_stale_reads,
+		     &lock_channel),
+		over("every_channel_scenario_holds_over_random_schedules_under_the_weak_model",
+		     every_scenario_holds_over_random_schedules_under_the_weak_model, &lock_channel),
+		over("every_ring_scenario_holds_over_all_schedules_with_four_preemptions",
+		     every_scenario_holds_over_all_schedules_with_four_preemptions, &ring_channel),
+		over("every_ring_scenario_holds_over_random_schedules",
+		     every_scenario_holds_over_random_schedules, &ring_channel),
+		over("every_ring_scenario_holds_under_the_weak_model_with_bounded_stale_reads",
+		     every_scenario_holds_under_the_weak_model_with_bounded_stale_reads,
+		     &ring_channel),
+		over("every_ring_scenario_holds_over_random_schedules_under_the_weak_model",
+		     every_scenario_holds_over_random_schedules_under_the_weak_model, &ring_channel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

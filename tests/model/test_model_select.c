@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Systematic interleavings of syncband/select.h (sched.c, README.md in this
- * folder): a select over two channels (capacity 1 or 0), a semaphore or a
- * deadline, raced by sends, releases, expiries, its own re-polls and its
- * cancel, each explored over every schedule within the bounds, then over
- * random ones, under sequential consistency and under the weak
- * (release/acquire) model.
+ * folder): a select over two channels (capacity 1 or 0; the lock's, or
+ * stamped rings), a semaphore or a deadline, raced by sends, releases,
+ * expiries, a close, its own re-polls and its cancel, each explored over
+ * every schedule within the bounds, then over random ones, under
+ * sequential consistency and under the weak (release/acquire) model.
  *
  * Items are ints: item i has the value i + 1 while its sender owns it;
  * item 0 goes to channel 0, item 1 to channel 1.  Each check says that
@@ -62,6 +62,8 @@ enum { UNSENT = 0, SENT, KEPT };
 typedef struct sel_mem {
 	int item[NITEMS];  /* the senders' items */
 	int slots[NCH];    /* the rings, one slot each */
+	/* or, for stamped rings (sel_ctx.rings), their storage */
+	_Alignas(64) unsigned char ring[NCH][SB_CHANNEL_RING_STORAGE_SIZE(sizeof(int), 1)];
 	int buf[NCH];      /* the receive cases' memory */
 	int drain;         /* check's try_recv */
 } sel_mem;
@@ -83,6 +85,8 @@ typedef struct sel_ctx {
 	bool has_sem;       /* case 0 is a semaphore acquire, not channel 0 */
 	bool has_deadline;  /* case 1 is channel 1's receive under a deadline */
 	bool released;      /* a thread released one permit */
+	bool rings;         /* the channels are stamped rings (sb_channel_init_ring) */
+	bool closed1;       /* a thread closes channel 1 */
 } sel_ctx;
 
 /* ------------------------------------------------------- watched memory */
@@ -132,6 +136,16 @@ static void took(sel_ctx *c, const int *p)
 
 /* ---------------------------------------------------------------- setup */
 
+/* Channel i, of the lock's kind or (c->rings) a stamped ring. */
+static int init_channel(sel_ctx *c, int i, size_t capacity)
+{
+	if (c->rings)
+		return sb_channel_init_ring(&c->ch[i], capacity ? c->mem.ring[i] : NULL, sizeof(int),
+					    capacity);
+	return sb_channel_init(&c->ch[i], capacity ? &c->mem.slots[i] : NULL, sizeof(int),
+			       capacity);
+}
+
 static void setup_select(sel_ctx *c, size_t capacity, bool sem, bool deadline)
 {
 	watched = &c->mem;
@@ -140,8 +154,7 @@ static void setup_select(sel_ctx *c, size_t capacity, bool sem, bool deadline)
 	c->has_deadline = deadline;
 	counting_waker_init(&c->w);
 	for (int i = 0; i < NCH; i++) {
-		MODEL_CHECK(sb_channel_init(&c->ch[i], capacity ? &c->mem.slots[i] : NULL,
-					    sizeof(int), capacity) == 0);
+		MODEL_CHECK(init_channel(c, i, capacity) == 0);
 		sb_channel_recv_init(&c->recv[i], &c->ch[i], &c->mem.buf[i]);
 	}
 	c->cases[0] = (sb_select_case)SB_SELECT_CASE(&c->recv[0], &sb_channel_recv_ops);
@@ -213,8 +226,9 @@ static void check_all(sel_ctx *c, int r)
 		int ch = case_channel(c, k);
 		if (ch >= 0 && res == 0)
 			took(c, &c->mem.buf[ch]);
-		else if (ch >= 0)
-			MODEL_CHECK(res == -ETIMEDOUT && c->has_deadline && k == 1);
+		else if (ch >= 0) /* expired, or the end of a closed stream */
+			MODEL_CHECK(k == 1 && ((res == -ETIMEDOUT && c->has_deadline) ||
+					       (res == -EPIPE && c->closed1)));
 		/* the loser received nothing */
 		int other = case_channel(c, 1 - k);
 		if (other >= 0)
@@ -234,7 +248,7 @@ static void check_all(sel_ctx *c, int r)
 			took(c, &c->mem.drain);
 			c->mem.drain = 0;
 		}
-		MODEL_CHECK(d == -EAGAIN);
+		MODEL_CHECK(d == (i == 1 && c->closed1 ? -EPIPE : -EAGAIN));
 		MODEL_CHECK(sb_channel_destroy(&c->ch[i]) == 0);
 	}
 	for (int i = 0; i < NITEMS; i++)
@@ -415,6 +429,53 @@ static void dl_check(void *p)
 	check_all(c, c->result);
 }
 
+/* --- a send on one ring racing a close of the other --------------------- */
+
+/*
+ * The select waits on two stamped rings (capacity 1): its cases' waiting
+ * set RECEIVERS in the rings' tails, so a send takes the lock and must win
+ * the claim.  t0 sends item 0 on ring 0; t1 closes ring 1, which completes
+ * case 1 with -EPIPE and wakes the task, without a claim (an end of stream
+ * takes no effect).  Nobody polls the select meanwhile, so the send claims
+ * case 0 whenever it comes: check's poll finds case 0 the winner with item
+ * 0, and item 0 nowhere else.
+ */
+static void rings_setup(void *p)
+{
+	sel_ctx *c = p;
+	c->rings = true;
+	c->closed1 = true;
+	setup_select(c, 1, false, false);
+	setup_waiting(c);
+}
+static void close1_t(void *p)
+{
+	sel_ctx *c = p;
+	sb_channel_close(&c->ch[1]);
+}
+static void rings_check(void *p)
+{
+	sel_ctx *c = p;
+	MODEL_CHECK(poll_select(c) == 0);
+	MODEL_CHECK(sb_select_index(&c->select) == 0 && sb_select_result(&c->select) == 0);
+	MODEL_CHECK(c->fate[0] == SENT);
+	check_all(c, 0);
+}
+
+/*
+ * The same with the select's own polls racing both: t2 drives it from
+ * waiting.  Either case may win - case 0 with item 0 (claimed, or taken
+ * from the ring at a poll), case 1 with the end of its stream, item 0 then
+ * left in ring 0 for check's drain - and the select always completes: the
+ * close's wake, or the send's, reaches it.
+ */
+static void drive_t(void *p)
+{
+	sel_ctx *c = p;
+	c->result = drive_select(c);
+	MODEL_CHECK(c->result == 0);
+}
+
 /* Two threads: explored within the bounds of model_common.h. */
 static const sb_model_scenario pairs[] = {
 	{ "select: two cases granted at once (capacity 1)", 2, sizeof(sel_ctx), both1_setup,
@@ -429,12 +490,16 @@ static const sb_model_scenario pairs[] = {
 	  { release_t, send1_t }, sem_check },
 	{ "select: a deadline's expiry racing a send under it", 2, sizeof(sel_ctx), dl_setup,
 	  { send1_t, dl_t1 }, dl_check },
+	{ "select: a send on one ring racing a close of the other", 2, sizeof(sel_ctx),
+	  rings_setup, { send0_t, close1_t }, rings_check },
 };
 
 /* Three threads: one preemption and one stale read fewer (see main). */
 static const sb_model_scenario trios[] = {
 	{ "select: its cancel racing a send and a deadline's expiry", 3, sizeof(sel_ctx),
 	  cancel_setup, { send0_t, expire_t, cancel_t }, cancel_check },
+	{ "select: its polls racing a send on one ring and a close of the other", 3,
+	  sizeof(sel_ctx), rings_setup, { send0_t, close1_t, drive_t }, own_check },
 };
 
 static int bound_from_env(const char *name, int fallback)

@@ -501,7 +501,6 @@ int sb_broadcast_subscribe(sb_broadcast *bc, sb_broadcast_receiver *rx)
 	rx->waiting = 0;
 	/* Its owner's, read by its own receives (sb__broadcast_recv_word). */
 	rx->ring = bc_inline_ring(bc) ? (uintptr_t)&bc->tail - (uintptr_t)&rx->cursor : 0;
-	rx->capacity = bc->capacity;
 	rx->mask = bc->capacity - 1;
 	subs_link(bc, rx);
 	rx->bc = bc;

@@ -99,13 +99,12 @@ typedef struct sb_broadcast_receiver {
 	uint64_t missed;                      /* what its last -EOVERFLOW missed */
 	uintptr_t ring;                       /* the inline receive's: the address of
 	                                         bc->tail less that of cursor, or 0 */
-	uint64_t capacity;                    /* with `ring`: bc's capacity */
-	uint32_t mask;                        /* and that less 1 */
+	uint64_t mask;                        /* with `ring`: bc's capacity less 1 */
 	int waiting;                          /* a receive of it is pending */
 } sb_broadcast_receiver;
 
 /* An unsubscribed receiver (so is an all-zero one). */
-#define SB_BROADCAST_RECEIVER_INIT { NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 }
+#define SB_BROADCAST_RECEIVER_INIT { NULL, NULL, NULL, 0, 0, 0, 0, 0 }
 
 /* 64 bytes on 64-bit targets.  Fields are private. */
 typedef struct sb_broadcast_send {
@@ -346,7 +345,7 @@ static inline int sb__broadcast_recv_word(sb_broadcast_receiver *rx, void *item)
 	 * (`min`) of the send whose word the slot load read, if a later one,
 	 * and of item tail - 1 (so begun >= tail: a lag fails it too). */
 	uint64_t begun = sb__broadcast_load_relaxed(&bc->min);
-	if (begun - next >= rx->capacity) /* lagged, or item cursor + capacity began */
+	if (begun - next > rx->mask) /* lagged, or item cursor + capacity began */
 		return SB_PENDING;
 #if defined(__GNUC__)
 	/* An object the compiler knows to be smaller than the item is not a

@@ -510,8 +510,8 @@ MUTANTS = [
      "the broadcast completes the waits with an error"),
     # ---- src/broadcast.c: the receive without the lock ---------------------
     ("bcast-01", "broadcast.h",
-     "if (begun - next >= rx->capacity) /* lagged, or item cursor + capacity began */",
-     "if (begun - next > rx->capacity)",
+     "if (begun - next > rx->mask) /* lagged, or item cursor + capacity began */",
+     "if (begun - next > rx->mask + 1)",
      "a one-unit (inline) receive misses a send that began overwriting its slot (off by one)"),
     ("bcast-02", "broadcast.c",
      "if (begun - cursor > bc->capacity) /* item cursor + capacity began: maybe torn */",

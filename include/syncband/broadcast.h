@@ -22,8 +22,9 @@
  * must not race).  Pending futures, their items and subscribed receivers
  * stay put until done, cancelled or unsubscribed.
  *
- * Errors (negative errno; the broadcast and the receiver stay unchanged;
- * -EINVAL for bad arguments comes before -EPIPE)
+ * Errors (negative errno; the broadcast and the receiver stay unchanged,
+ * except that a lagged receive's -EOVERFLOW moves the receiver on to the
+ * oldest item held; -EINVAL for bad arguments comes before -EPIPE)
  *   -EINVAL      init() (see there); a NULL item; a receiver not subscribed
  *                (or subscribe() of one that is); a zeroed future
  *   -EOVERFLOW   init() (see there); a receive that lagged (the next goes on)

@@ -27,7 +27,8 @@
  *   -EINVAL      init() (see there); a NULL item pointer; a batch of more
  *                than INT_MAX items or a receive of 0; a zeroed future
  *   -EOVERFLOW   init(): capacity * item_size does not fit in a size_t
- *   -EAGAIN      try_*(): full or empty (also while the other side waits);
+ *   -EAGAIN      try_*(): full (send) or empty and not closed (receive); on
+ *                a rendezvous, no receiver (send) or sender (receive) waits;
  *                force_send() on a rendezvous with no receiver waiting
  *   -EPIPE       sends after close; receives once closed and drained
  *   -EBUSY       destroy() while futures wait

@@ -42,8 +42,8 @@ extern "C" {
 /*
  * sb_loop_run_ready's budget: once it has polled this many tasks it takes no
  * further batch of newly queued ones and returns, so that the loop gets back
- * to its own events (I/O, timers) even while tasks keep waking each other.
- * Tokio's scheduler budget is 128 polls too.
+ * to its own events (I/O, timers) even while tasks keep waking each other
+ * (docs/design.md).
  */
 #define SB_LOOP_BUDGET 128u
 

@@ -118,8 +118,8 @@ typedef bool (*sb_watch_modify_fn)(void *value, void *arg);
 
 /*
  * Initialises an open watch over `storage`, which holds the initial value
- * (`size` bytes) and stays valid until destroy.  Returns 0, -EINVAL or
- * -EOVERFLOW.
+ * (`size` bytes) and stays valid until destroy.  Returns 0, -EINVAL
+ * (storage NULL or size 0) or -EOVERFLOW (size above PTRDIFF_MAX).
  */
 SB_API int sb_watch_init(sb_watch *w, void *storage, size_t size);
 
